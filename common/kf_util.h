@@ -1,0 +1,30 @@
+/*
+ * kf_util.h -- small helpers shared by every binary (prefix kf_util_).
+ */
+#ifndef KF_UTIL_H
+#define KF_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Read a whole file into a NUL-terminated malloc'ed buffer (len optional).
+ * Returns NULL with errno set on failure. max_bytes caps the size (ENOSPC-like
+ * EFBIG if larger). */
+char *kf_util_read_file(const char *path, size_t *len, size_t max_bytes);
+
+/* Write len bytes to path (created 0644, truncated). 0 or -1 with errno. */
+int kf_util_write_file(const char *path, const void *data, size_t len);
+
+/* mkdir -p with mode 0755. 0 or -1 with errno. */
+int kf_util_mkdirs(const char *path);
+
+/* Remove a directory tree (best effort). */
+void kf_util_rmtree(const char *path);
+
+/* SHA-256 of data as 64 lowercase hex chars + NUL. */
+void kf_util_sha256_hex(const void *data, size_t len, char out[65]);
+
+/* Monotonic clock in seconds. */
+double kf_util_now_s(void);
+
+#endif

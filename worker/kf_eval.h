@@ -1,0 +1,56 @@
+/*
+ * kf_eval.h -- one evaluation of one candidate (prefix kf_eval_).
+ *
+ * This is the single code path behind both `kfarm-worker eval` (local, no
+ * coordinator) and the networked worker: compile reference, baseline and
+ * candidate (compile cache; failed builds never cached), then run validation
+ * and timing in a forked, sandboxed child (see worker/sandbox.c) and turn
+ * what the child reports -- or how it died -- into one verdict.
+ */
+#ifndef KF_EVAL_H
+#define KF_EVAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "kf_verdict.h"
+
+#define KF_EVAL_MAX_DEFINES 16
+
+typedef struct {
+    const char *task_dir;        /* directory with task.json and its files */
+    const char *source_path;     /* candidate source file */
+    int n_defines;               /* tunable values, compiled as -DNAME=VALUE */
+    const char *define_names[KF_EVAL_MAX_DEFINES];
+    const char *define_values[KF_EVAL_MAX_DEFINES];
+    uint64_t seed;               /* input RNG seed (job id on the farm) */
+    const char *work_dir;        /* scratch root; one subfolder per evaluation */
+    const char *cache_dir;       /* compile cache root (NULL = no cache) */
+    double timeout_s;            /* wall-clock limit; 0 = the task's */
+    int gpu_index;               /* cuda backend: which device; ignored on cpu */
+    const char *arch;            /* cuda: "sm_90" etc; NULL = detect */
+    int quick;                   /* fewer timing repetitions (tests) */
+    /* Called about once a second while the child runs. Return non-zero to
+     * abandon the evaluation (lease lost): the child is killed and the
+     * result is infra_error "cancelled". */
+    int (*tick)(void *arg);
+    void *tick_arg;
+} kf_eval_req;
+
+typedef struct {
+    kf_verdict verdict;
+    char detail[1024];           /* one short human-readable line */
+    char *metrics_json;          /* structured fields (malloc'ed JSON object) */
+    char *compile_log;           /* compiler output, capped (malloc'ed) */
+    double candidate_us;         /* weighted median over benchmark shapes, µs; 0 if not timed */
+    double baseline_us;          /* same for the baseline, µs */
+    double speedup;              /* baseline_us / candidate_us; 0 if not timed */
+} kf_eval_res;
+
+/* Run one evaluation. Always fills *res (verdict infra_error with a detail
+ * when the worker itself is at fault: compiler missing, disk full, ...).
+ * Returns 0, or -1 only for invalid arguments. */
+int kf_eval_run(const kf_eval_req *req, kf_eval_res *res);
+
+void kf_eval_res_free(kf_eval_res *res);
+
+#endif
