@@ -69,6 +69,8 @@ typedef struct {
     int trials;                      /* validation trials per shape (>= 2) */
     double timeout_s;                /* wall-clock limit for one evaluation */
     char reference[128], baseline[128], seed[128]; /* file names in the task dir */
+    int n_link;
+    char link[4][32];                /* extra libraries for reference/baseline ("cublas") */
 } kf_task;
 
 /* Parse and validate a task spec from JSON text. On error returns -1 and a
