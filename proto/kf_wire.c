@@ -13,7 +13,8 @@
 #include <nanomsg/nn.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
+#include <openssl/core_names.h>
+#include <openssl/params.h>
 #include <openssl/rand.h>
 
 int64_t kf_wire_now_ms(void)
@@ -80,14 +81,17 @@ static void wire_mac(const kf_wire_key *k, uint32_t version, uint64_t ts,
     uint8_t hdr[12];
     for (int i = 0; i < 4; i++) hdr[i] = (uint8_t)(version >> (24 - 8 * i));
     for (int i = 0; i < 8; i++) hdr[4 + i] = (uint8_t)(ts >> (56 - 8 * i));
-    unsigned int outlen = KF_WIRE_MAC_LEN;
-    HMAC_CTX *c = HMAC_CTX_new();
-    HMAC_Init_ex(c, k->key, (int)k->len, EVP_sha256(), NULL);
-    HMAC_Update(c, hdr, sizeof(hdr));
-    HMAC_Update(c, nonce, nonce_len);
-    HMAC_Update(c, body, len);
-    HMAC_Final(c, out, &outlen);
-    HMAC_CTX_free(c);
+    size_t outlen = 0;
+    char digest[] = "SHA256";
+    OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string("digest", digest, 0), OSSL_PARAM_construct_end()};
+    EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+    EVP_MAC_CTX *c = mac ? EVP_MAC_CTX_new(mac) : NULL;
+    if (!c || !EVP_MAC_init(c, k->key, k->len, params) || !EVP_MAC_update(c, hdr, sizeof(hdr)) ||
+        !EVP_MAC_update(c, nonce, nonce_len) || !EVP_MAC_update(c, body, len) ||
+        !EVP_MAC_final(c, out, &outlen, KF_WIRE_MAC_LEN))
+        memset(out, 0, KF_WIRE_MAC_LEN); /* never matches a real MAC: the message is refused */
+    EVP_MAC_CTX_free(c);
+    EVP_MAC_free(mac);
 }
 
 int kf_wire_seal(const kf_wire_key *k, const uint8_t *body, size_t len,
