@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# A coordinator and two workers (separate processes, nanomsg over ipc, real
+# PostgreSQL) run a `tune` campaign on a real task to completion. Afterwards
+# the database holds exactly one final evaluation per job, every candidate has
+# a verdict, both workers took part, and the CLI and export show the results.
+source "$(dirname "$0")/../lib.sh"
+
+kf db migrate
+start_coordinator
+start_worker w1
+start_worker w2
+kf campaign create tc --task "$KFARM_SRC/tasks/softmax_f32" --strategy tune --target cpu --max-candidates 6
+kf campaign start tc
+kf campaign wait tc --timeout 600
+
+ncand=$(sql "SELECT count(*) FROM candidates c JOIN campaigns p ON p.id=c.campaign_id WHERE p.name='tc' AND c.proposer='tune'")
+check "tune expanded up to the budget (6 candidates)" eq "$ncand" 6
+check "campaign is done" eq "$(sql "SELECT state FROM campaigns WHERE name='tc'")" done
+check "every job is done" eq "$(sql "SELECT count(*) FROM jobs WHERE state<>'done'")" 0
+check "one final evaluation per job" eq \
+  "$(sql "SELECT count(*) FROM jobs j WHERE (SELECT count(*) FROM evaluations e WHERE e.job_id=j.id AND e.is_final) <> 1")" 0
+check "final evaluations = jobs" eq "$(sql "SELECT count(*) FROM evaluations WHERE is_final")" \
+  "$(sql "SELECT count(*) FROM jobs")"
+check "at least one candidate is ok with a measured speedup" eq \
+  "$(sql "SELECT count(*) > 0 FROM evaluations WHERE is_final AND verdict='ok' AND speedup > 0 AND candidate_us > 0 AND baseline_us > 0")" t
+check "both workers evaluated jobs" eq "$(sql "SELECT count(DISTINCT worker_id) FROM evaluations WHERE is_final")" 2
+check "workers registered with their devices" eq \
+  "$(sql "SELECT count(*) FROM workers WHERE 'cpu' = ANY(classes) AND jsonb_array_length(devices) > 0")" 2
+
+out=$(kf candidates tc)
+check "kfarm candidates lists verdicts" grep -q "ok" <<<"$out"
+kf leaderboard tc >"$T_DIR/leaderboard.txt"
+check "leaderboard prints" grep -qi "speedup" "$T_DIR/leaderboard.txt"
+kf best tc --out "$T_DIR/best.c"
+check "best writes the winning source with its defines" grep -q "#define" "$T_DIR/best.c"
+kf export --out "$T_DIR/site"
+check "export writes a static site" test -s "$T_DIR/site/index.html"
+check "export data names the campaign" grep -q '"tc"' "$T_DIR/site/data.js"
+
+check "kfarm fails with a one-line reason on a missing campaign" \
+  bash -c "! \"$KFARM_BIN/kfarm\" candidates no-such-campaign 2>$T_DIR/err.txt && [ \$(wc -l <$T_DIR/err.txt) -ge 1 ]"
+finish
