@@ -1,0 +1,434 @@
+/*
+ * daemon.c -- the networked worker: `kfarm-worker run`.
+ *
+ * Design. A worker holds no durable state but caches: it connects *out* to
+ * the coordinator (workers sit behind NAT) with a nanomsg REQ socket and
+ * speaks the request/reply protocol of proto/kfarm.proto:
+ *
+ *   Register (devices, routing classes) -> GetJob poll -> Job
+ *     -> kf_eval_run (compile + sandboxed evaluation), whose tick callback
+ *        sends a Heartbeat every lease/3 (a STALE reply abandons the job:
+ *        the coordinator gave it to someone else)
+ *     -> Result, re-sent until the coordinator answers OK or DUPLICATE
+ *        (exactly-once storage is the coordinator's job: it dedups by
+ *        job id + fencing token), or STALE (our lease was lost).
+ *
+ * A coordinator that is down or restarting only delays the loop: every call
+ * has a receive timeout and is retried with capped exponential backoff, and a
+ * finished result is kept in memory until acknowledged. The job's task files
+ * are materialized once per task content hash under work_dir/tasks/.
+ */
+#include "daemon.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nanomsg/nn.h>
+#include <nanomsg/reqrep.h>
+#include <openssl/crypto.h>
+
+#include "device.h"
+#include "kf_eval.h"
+#include "kf_util.h"
+#include "kf_wire.h"
+
+typedef struct {
+    const char *coordinator;
+    char worker_id[128];
+    char work_dir[1024];
+    char cache_dir[1024];
+    int poll_ms;
+    int max_jobs;          /* stop after this many jobs (0 = never) */
+    int quick;             /* fewer timing repetitions (tests, demos) */
+    int sock;
+    kf_wire_key key;
+    volatile sig_atomic_t *stop;
+} daemon_cfg;
+
+/* Heartbeat state for the tick callback of one job. */
+typedef struct {
+    daemon_cfg *cfg;
+    uint64_t job_id, token;
+    double interval_s, last_s;
+    int lost;              /* coordinator said STALE: lease gone */
+} hb_state;
+
+static void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void logmsg(const char *fmt, ...)
+{
+    char ts[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", gmtime_r(&now, &tm));
+    fprintf(stderr, "%s kfarm-worker: ", ts);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+    }
+}
+
+/* One request/reply exchange; -1 on transport/auth failure (logged). */
+static int call(daemon_cfg *c, Kfarm__Request *req, Kfarm__Reply **rep)
+{
+    char err[256];
+    if (kf_wire_call(c->sock, &c->key, req, rep, err, sizeof(err)) < 0) {
+        logmsg("%s: %s", c->coordinator, err);
+        return -1;
+    }
+    return 0;
+}
+
+static int do_register(daemon_cfg *c, kf_device *dev, char classes[][128], int n_classes)
+{
+    Kfarm__Device d = KFARM__DEVICE__INIT;
+    kf_device_to_proto(dev, &d);
+    Kfarm__Device *devs[1] = {&d};
+    char *cls[8];
+    for (int i = 0; i < n_classes; i++) cls[i] = classes[i];
+    char host[256] = "";
+    gethostname(host, sizeof(host) - 1);
+    Kfarm__Register reg = KFARM__REGISTER__INIT;
+    reg.worker_id = c->worker_id;
+    reg.hostname = host;
+    reg.backend = (char *)dev->backend;
+    reg.n_devices = 1;
+    reg.devices = devs;
+    reg.n_classes = (size_t)n_classes;
+    reg.classes = cls;
+    reg.has_slots = 1;
+    reg.slots = 1;
+    Kfarm__Request req = KFARM__REQUEST__INIT;
+    req.msg_case = KFARM__REQUEST__MSG_REGISTER;
+    req.register_ = &reg;
+    int backoff = 200;
+    while (!*c->stop) {
+        Kfarm__Reply *rep;
+        if (call(c, &req, &rep) == 0) {
+            int ok = rep->status == KFARM__STATUS__OK;
+            if (!ok) logmsg("register refused: %s", rep->detail ? rep->detail : "(no detail)");
+            kfarm__reply__free_unpacked(rep, NULL);
+            if (ok) return 0;
+        }
+        sleep_ms(backoff);
+        backoff = backoff < 5000 ? backoff * 2 : 5000;
+    }
+    return -1;
+}
+
+static int heartbeat_tick(void *arg)
+{
+    hb_state *h = arg;
+    double now = kf_util_now_s();
+    if (now - h->last_s < h->interval_s) return 0;
+    h->last_s = now;
+    Kfarm__Heartbeat hb = KFARM__HEARTBEAT__INIT;
+    hb.worker_id = h->cfg->worker_id;
+    hb.job_id = h->job_id;
+    hb.fencing_token = h->token;
+    Kfarm__Request req = KFARM__REQUEST__INIT;
+    req.msg_case = KFARM__REQUEST__MSG_HEARTBEAT;
+    req.heartbeat = &hb;
+    Kfarm__Reply *rep;
+    if (call(h->cfg, &req, &rep) < 0) return 0; /* coordinator away: keep going */
+    if (rep->status == KFARM__STATUS__STALE || (rep->has_cancel && rep->cancel)) {
+        logmsg("job %llu: lease lost (%s); abandoning", (unsigned long long)h->job_id,
+               rep->detail ? rep->detail : "stale fencing token");
+        h->lost = 1;
+    }
+    kfarm__reply__free_unpacked(rep, NULL);
+    return h->lost;
+}
+
+/* Write the job's task files to work_dir/tasks/<hash>/ (once). */
+static int materialize_task(daemon_cfg *c, const Kfarm__Job *job, char *dir, size_t dirlen)
+{
+    char hash[65];
+    size_t total = strlen(job->task_json);
+    char *cat = malloc(total + 1);
+    if (!cat) return -1;
+    memcpy(cat, job->task_json, total);
+    for (size_t i = 0; i < job->n_task_files; i++) {
+        const Kfarm__TaskFile *f = job->task_files[i];
+        size_t add = strlen(f->name) + f->content.len + 2;
+        char *nc = realloc(cat, total + add + 1);
+        if (!nc) {
+            free(cat);
+            return -1;
+        }
+        cat = nc;
+        memcpy(cat + total, f->name, strlen(f->name) + 1);
+        total += strlen(f->name) + 1;
+        memcpy(cat + total, f->content.data, f->content.len);
+        total += f->content.len;
+        cat[total++] = 0;
+    }
+    kf_util_sha256_hex(cat, total, hash);
+    free(cat);
+    snprintf(dir, dirlen, "%s/tasks/%.16s", c->work_dir, hash);
+    char path[2048];
+    snprintf(path, sizeof(path), "%s/.complete", dir);
+    if (access(path, F_OK) == 0) return 0;
+    if (kf_util_mkdirs(dir) < 0) return -1;
+    snprintf(path, sizeof(path), "%s/task.json", dir);
+    if (kf_util_write_file(path, job->task_json, strlen(job->task_json)) < 0) return -1;
+    for (size_t i = 0; i < job->n_task_files; i++) {
+        const Kfarm__TaskFile *f = job->task_files[i];
+        if (strchr(f->name, '/') || f->name[0] == '.' || !f->name[0]) {
+            errno = EINVAL;
+            return -1;
+        }
+        snprintf(path, sizeof(path), "%s/%s", dir, f->name);
+        if (kf_util_write_file(path, f->content.data, f->content.len) < 0) return -1;
+    }
+    snprintf(path, sizeof(path), "%s/.complete", dir);
+    return kf_util_write_file(path, "", 0);
+}
+
+/* Evaluate one job into *res (always filled). */
+static void run_job(daemon_cfg *c, const Kfarm__Job *job, const char *backend, kf_eval_res *res,
+                    hb_state *hb)
+{
+    memset(res, 0, sizeof(*res));
+    char task_dir[1536], job_dir[1536], src[2048];
+    if (materialize_task(c, job, task_dir, sizeof(task_dir)) < 0) {
+        res->verdict = KF_INFRA_ERROR;
+        snprintf(res->detail, sizeof(res->detail), "cannot write task files under %s: %s", c->work_dir,
+                 strerror(errno));
+        return;
+    }
+    snprintf(job_dir, sizeof(job_dir), "%s/jobs/%llu", c->work_dir, (unsigned long long)job->job_id);
+    snprintf(src, sizeof(src), "%s/candidate.%s", job_dir, strcmp(backend, "cuda") ? "c" : "cu");
+    if (kf_util_mkdirs(job_dir) < 0 || kf_util_write_file(src, job->source.data, job->source.len) < 0) {
+        res->verdict = KF_INFRA_ERROR;
+        snprintf(res->detail, sizeof(res->detail), "cannot write %s: %s", src, strerror(errno));
+        return;
+    }
+    kf_eval_req req = {0};
+    req.task_dir = task_dir;
+    req.source_path = src;
+    req.seed = job->has_seed ? job->seed : job->job_id;
+    req.work_dir = job_dir;
+    req.cache_dir = c->cache_dir;
+    req.quick = c->quick;
+    req.n_defines = (int)(job->n_defines < KF_EVAL_MAX_DEFINES ? job->n_defines : KF_EVAL_MAX_DEFINES);
+    for (int i = 0; i < req.n_defines; i++) {
+        req.define_names[i] = job->defines[i]->name;
+        req.define_values[i] = job->defines[i]->value;
+    }
+    req.tick = heartbeat_tick;
+    req.tick_arg = hb;
+    kf_eval_run(&req, res);
+    kf_util_rmtree(job_dir);
+}
+
+/* Send the result until acknowledged. Returns 0 when stored/duplicate/stale. */
+static int send_result(daemon_cfg *c, const Kfarm__Job *job, const kf_eval_res *res)
+{
+    Kfarm__Result r = KFARM__RESULT__INIT;
+    r.worker_id = c->worker_id;
+    r.job_id = job->job_id;
+    r.fencing_token = job->fencing_token;
+    r.verdict = (char *)kf_verdict_name(res->verdict);
+    r.detail = (char *)res->detail;
+    r.metrics_json = res->metrics_json ? res->metrics_json : "{}";
+    r.compile_log = res->compile_log ? res->compile_log : "";
+    r.has_candidate_us = r.has_baseline_us = r.has_speedup = 1;
+    r.candidate_us = res->candidate_us;
+    r.baseline_us = res->baseline_us;
+    r.speedup = res->speedup;
+    Kfarm__Request req = KFARM__REQUEST__INIT;
+    req.msg_case = KFARM__REQUEST__MSG_RESULT;
+    req.result = &r;
+    int backoff = 200;
+    for (;;) {
+        Kfarm__Reply *rep;
+        if (call(c, &req, &rep) == 0) {
+            Kfarm__Status s = rep->status;
+            if (s != KFARM__STATUS__OK && s != KFARM__STATUS__DUPLICATE)
+                logmsg("job %llu: result %s: %s", (unsigned long long)job->job_id,
+                       s == KFARM__STATUS__STALE ? "refused as stale" : "not stored",
+                       rep->detail ? rep->detail : "");
+            kfarm__reply__free_unpacked(rep, NULL);
+            if (s == KFARM__STATUS__OK || s == KFARM__STATUS__DUPLICATE || s == KFARM__STATUS__STALE ||
+                s == KFARM__STATUS__REJECTED)
+                return 0;
+        }
+        if (*c->stop && backoff >= 5000) return -1; /* shutting down and coordinator away */
+        sleep_ms(backoff);
+        backoff = backoff < 5000 ? backoff * 2 : 5000;
+    }
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: kfarm-worker run --coordinator ADDR [options]\n"
+            "  --coordinator ADDR  tcp://HOST:PORT or ipc:///PATH of kfarm-coordinator\n"
+            "  --id NAME           worker id (default: HOSTNAME-PID)\n"
+            "  --work-dir DIR      scratch and caches (default: ./.kfarm/worker-ID)\n"
+            "  --poll-ms N         idle poll interval (default 500)\n"
+            "  --max-jobs N        exit after N jobs (default: run until SIGTERM)\n"
+            "  --quick             fewer timing repetitions (tests and demos)\n"
+            "The fleet key comes from $KFARM_FLEET_KEY or the file $KFARM_FLEET_KEY_FILE.\n");
+}
+
+static volatile sig_atomic_t g_stop; /* daemon top level only: set by SIGTERM/SIGINT */
+static void on_signal(int sig)
+{
+    (void)sig;
+    g_stop = 1;
+}
+
+/* Candidate code runs in children forked from this process (worker/sandbox.c).
+ * The fleet key must not be readable there, so a fork handler wipes the
+ * child's copy before anything else runs in it. */
+static kf_wire_key *g_key; /* daemon top level only */
+static void wipe_key_in_child(void)
+{
+    if (g_key) OPENSSL_cleanse(g_key, sizeof(*g_key));
+}
+
+int kf_daemon_main(int argc, char **argv)
+{
+    daemon_cfg c = {0};
+    c.poll_ms = 500;
+    c.stop = &g_stop;
+    const char *id = NULL, *work = NULL;
+    static const struct option opts[] = {
+        {"coordinator", required_argument, 0, 'c'}, {"id", required_argument, 0, 'i'},
+        {"work-dir", required_argument, 0, 'w'},    {"poll-ms", required_argument, 0, 'p'},
+        {"max-jobs", required_argument, 0, 'm'},    {"quick", no_argument, 0, 'q'},
+        {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
+    int o;
+    optind = 1;
+    while ((o = getopt_long(argc, argv, "c:i:w:p:m:qh", opts, NULL)) != -1) {
+        switch (o) {
+        case 'c': c.coordinator = optarg; break;
+        case 'i': id = optarg; break;
+        case 'w': work = optarg; break;
+        case 'p': c.poll_ms = atoi(optarg); break;
+        case 'm': c.max_jobs = atoi(optarg); break;
+        case 'q': c.quick = 1; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (!c.coordinator) {
+        fprintf(stderr, "kfarm-worker: --coordinator is required (see --help)\n");
+        return 2;
+    }
+    char err[512];
+    if (kf_wire_key_load(&c.key, NULL, err, sizeof(err)) < 0) {
+        fprintf(stderr, "kfarm-worker: %s\n", err);
+        return 2;
+    }
+    g_key = &c.key;
+    pthread_atfork(NULL, NULL, wipe_key_in_child);
+    char host[256] = "worker";
+    gethostname(host, sizeof(host) - 1);
+    if (id) snprintf(c.worker_id, sizeof(c.worker_id), "%s", id);
+    else snprintf(c.worker_id, sizeof(c.worker_id), "%s-%d", host, (int)getpid());
+    if (work) snprintf(c.work_dir, sizeof(c.work_dir), "%s", work);
+    else snprintf(c.work_dir, sizeof(c.work_dir), ".kfarm/worker-%s", c.worker_id);
+    snprintf(c.cache_dir, sizeof(c.cache_dir), "%s/cache", c.work_dir);
+    if (kf_util_mkdirs(c.cache_dir) < 0) {
+        fprintf(stderr, "kfarm-worker: cannot create %s: %s\n", c.cache_dir, strerror(errno));
+        return 1;
+    }
+
+    kf_device dev;
+    char classes[8][128];
+    int n_classes = 0;
+    if (kf_device_discover(&dev, classes, 8, &n_classes, err, sizeof(err)) < 0) {
+        fprintf(stderr, "kfarm-worker: device discovery failed: %s\n", err);
+        return 1;
+    }
+
+    struct sigaction sa = {0};
+    sa.sa_handler = on_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    c.sock = nn_socket(AF_SP, NN_REQ);
+    if (c.sock < 0 || kf_wire_socket_setup(c.sock, 10000, 15000, err, sizeof(err)) < 0 ||
+        nn_connect(c.sock, c.coordinator) < 0) {
+        fprintf(stderr, "kfarm-worker: cannot connect to %s: %s\n", c.coordinator,
+                err[0] ? err : nn_strerror(nn_errno()));
+        return 1;
+    }
+    logmsg("worker %s (%s, %s) connecting to %s", c.worker_id, dev.backend, dev.name, c.coordinator);
+    if (do_register(&c, &dev, classes, n_classes) < 0) {
+        nn_close(c.sock);
+        return 1;
+    }
+    logmsg("registered; classes:%s%s%s", n_classes > 0 ? " " : "", n_classes > 0 ? classes[0] : "",
+           n_classes > 1 ? " ..." : "");
+
+    Kfarm__GetJob gj = KFARM__GET_JOB__INIT;
+    char *cls[8];
+    for (int i = 0; i < n_classes; i++) cls[i] = classes[i];
+    gj.worker_id = c.worker_id;
+    gj.n_classes = (size_t)n_classes;
+    gj.classes = cls;
+    Kfarm__Request req = KFARM__REQUEST__INIT;
+    req.msg_case = KFARM__REQUEST__MSG_GET_JOB;
+    req.get_job = &gj;
+    int done = 0, idle_backoff = c.poll_ms;
+    while (!g_stop && (c.max_jobs == 0 || done < c.max_jobs)) {
+        Kfarm__Reply *rep;
+        if (call(&c, &req, &rep) < 0) {
+            sleep_ms(idle_backoff);
+            idle_backoff = idle_backoff < 5000 ? idle_backoff * 2 : 5000;
+            continue;
+        }
+        if (rep->status == KFARM__STATUS__REJECTED && rep->detail && strstr(rep->detail, "register")) {
+            /* coordinator lost our registration (e.g. a fresh database): register again */
+            kfarm__reply__free_unpacked(rep, NULL);
+            do_register(&c, &dev, classes, n_classes);
+            continue;
+        }
+        if (rep->status != KFARM__STATUS__OK || !rep->job) {
+            if (rep->status != KFARM__STATUS__NO_JOB)
+                logmsg("get-job: %s", rep->detail ? rep->detail : "refused");
+            kfarm__reply__free_unpacked(rep, NULL);
+            sleep_ms(c.poll_ms);
+            continue;
+        }
+        idle_backoff = c.poll_ms;
+        const Kfarm__Job *job = rep->job;
+        logmsg("job %llu: candidate %llu of task %s (token %llu)", (unsigned long long)job->job_id,
+               (unsigned long long)job->candidate_id, job->task_name, (unsigned long long)job->fencing_token);
+        hb_state hb = {&c, job->job_id, job->fencing_token, (job->lease_ms ? job->lease_ms : 30000) / 3000.0,
+                       kf_util_now_s(), 0};
+        kf_eval_res res;
+        run_job(&c, job, dev.backend, &res, &hb);
+        if (!hb.lost) {
+            logmsg("job %llu: %s%s%s (speedup %.3f)", (unsigned long long)job->job_id,
+                   kf_verdict_name(res.verdict), res.detail[0] ? ": " : "", res.detail, res.speedup);
+            send_result(&c, job, &res);
+        }
+        kf_eval_res_free(&res);
+        kfarm__reply__free_unpacked(rep, NULL);
+        done++;
+    }
+    logmsg("worker %s stopping after %d job(s)", c.worker_id, done);
+    nn_close(c.sock);
+    return 0;
+}
