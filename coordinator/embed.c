@@ -1,0 +1,67 @@
+/*
+ * embed.c -- schema migrations and dashboard files compiled into the binary.
+ *
+ * Design. The coordinator and the CLI must apply migrations and write the
+ * dashboard wherever they are installed, so the files are embedded at build
+ * time with the assembler's .incbin (GCC and Clang, ELF targets): no code
+ * generation step, no path lookup at run time. KFARM_SOURCE_DIR is defined by
+ * CMake for the kf_coord library. The files are listed here explicitly:
+ * adding a migration means adding a KF_EMBED line (which also recompiles this
+ * file). CMake rebuilds this object when an embedded file changes through the
+ * OBJECT_DEPENDS property set next to the kf_coord target.
+ *
+ * Overrides for development: $KFARM_SCHEMA_DIR (coordinator/db.c) and
+ * $KFARM_DASHBOARD_DIR (coordinator/export.c) read the files from disk.
+ */
+#include <stddef.h>
+#include "db.h"
+
+#ifndef KFARM_SOURCE_DIR
+#error "KFARM_SOURCE_DIR must be defined (CMake does it)"
+#endif
+
+/* Emit sym: the file's bytes plus a NUL, and sym_end just before the NUL. */
+#define KF_EMBED(sym, path)                                                   \
+    __asm__(".section .rodata\n"                                              \
+            ".balign 16\n" #sym ":\n"                                         \
+            ".incbin \"" KFARM_SOURCE_DIR "/" path "\"\n" #sym "_end:\n"      \
+            ".byte 0\n"                                                       \
+            ".previous\n");                                                   \
+    extern const char sym[], sym##_end[]
+
+KF_EMBED(kf_emb_schema_001, "schema/001_init.sql");
+KF_EMBED(kf_emb_schema_002, "schema/002_llm.sql");
+
+KF_EMBED(kf_emb_dash_index, "dashboard_static/index.html");
+KF_EMBED(kf_emb_dash_app, "dashboard_static/app.js");
+KF_EMBED(kf_emb_dash_style, "dashboard_static/style.css");
+
+/* Copy up to max entries of a table into out; lengths are link-time
+ * differences, computed here (no mutable state). */
+static int fill(const char *const *names, const char *const *starts, const char *const *ends,
+                int count, kf_embedded_file *out, int max)
+{
+    for (int i = 0; i < count && i < max; i++) {
+        out[i].name = names[i];
+        out[i].data = starts[i];
+        out[i].len = (size_t)(ends[i] - starts[i]);
+    }
+    return count;
+}
+
+int kf_db_embedded_schema(kf_embedded_file *out, int max)
+{
+    static const char *const names[] = { "001_init.sql", "002_llm.sql" };
+    static const char *const starts[] = { kf_emb_schema_001, kf_emb_schema_002 };
+    static const char *const ends[] = { kf_emb_schema_001_end, kf_emb_schema_002_end };
+    return fill(names, starts, ends, (int)(sizeof(names) / sizeof(names[0])), out, max);
+}
+
+int kf_db_embedded_dashboard(kf_embedded_file *out, int max)
+{
+    static const char *const names[] = { "index.html", "app.js", "style.css" };
+    static const char *const starts[] = { kf_emb_dash_index, kf_emb_dash_app, kf_emb_dash_style };
+    static const char *const ends[] = { kf_emb_dash_index_end, kf_emb_dash_app_end,
+                                        kf_emb_dash_style_end };
+    return fill(names, starts, ends, (int)(sizeof(names) / sizeof(names[0])), out, max);
+}
