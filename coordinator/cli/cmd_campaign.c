@@ -1,0 +1,244 @@
+/*
+ * cmd_campaign.c -- `kfarm campaign create|start|pause|status|list|wait`.
+ *
+ * create validates the task directory and stores task, campaign and seed
+ * (campaign.h); start/pause flip the state (the running coordinator notices
+ * within a second and runs the strategy); status/list summarize from the
+ * database; wait polls until the campaign is done (for scripts).
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "campaign.h"
+#include "kf_util.h"
+#include "kfarm_cli.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: kfarm campaign create NAME --task DIR [--strategy tune] [--target CLASS]...\n"
+        "                             [--max-candidates N] [--seed FILE] [--max-attempts N]\n"
+        "       kfarm campaign start NAME\n"
+        "       kfarm campaign pause NAME\n"
+        "       kfarm campaign status NAME\n"
+        "       kfarm campaign list\n"
+        "       kfarm campaign wait NAME [--timeout S]\n"
+        "\n"
+        "All take --db CONNINFO (default $KFARM_DB).\n"
+        "  --task DIR          task directory (task.json, reference, baseline, seed)\n"
+        "  --strategy S        search strategy (tune: sweep the seed's // kfarm:tune values)\n"
+        "  --target CLASS      routing class to evaluate on, repeatable (cpu, sm_90, ...;\n"
+        "                      default cpu for cpu tasks)\n"
+        "  --max-candidates N  candidate budget (tune: an even sample of the variants)\n"
+        "  --seed FILE         seed candidate (default: the task's seed file)\n"
+        "  --max-attempts N    leases per job before it ends as a verdict (default 3)\n"
+        "  --timeout S         wait: give up after S seconds (exit 1)\n");
+}
+
+static int do_create(kf_db *db, const char *name, kf_campaign_spec *spec)
+{
+    char err[1024];
+    int64_t id;
+    spec->name = name;
+    if (kf_campaign_create(db, spec, &id, err, sizeof(err)) < 0) return kf_cli_fail("%s", err);
+    printf("campaign %s created (id %lld); start it with: kfarm campaign start %s\n", name,
+           (long long)id, name);
+    return 0;
+}
+
+static int do_status(kf_db *db, const char *name)
+{
+    long long id;
+    if (kf_cli_campaign_id(db, name, &id) < 0) return 1;
+    char ids[24], err[1024];
+    snprintf(ids, sizeof(ids), "%lld", id);
+    const char *p[1] = { ids };
+    PGresult *r = kf_db_exec(db,
+        "SELECT c.state, c.strategy, t.name, array_to_string(c.targets, ','), c.max_candidates,"
+        " (SELECT count(*) FROM candidates k WHERE k.campaign_id = c.id),"
+        " (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id AND j.state = 'queued'),"
+        " (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id AND j.state = 'leased'),"
+        " (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id AND j.state = 'done'),"
+        " (SELECT string_agg(verdict || ' ' || n, ', ' ORDER BY n DESC, verdict) FROM"
+        "   (SELECT e.verdict, count(*) n FROM evaluations e JOIN jobs j ON j.id = e.job_id"
+        "    WHERE j.campaign_id = c.id AND e.is_final GROUP BY e.verdict) v),"
+        " (SELECT count(*) FROM evaluations e JOIN jobs j ON j.id = e.job_id"
+        "    WHERE j.campaign_id = c.id AND NOT e.is_final),"
+        " to_char(c.created_at, 'YYYY-MM-DD HH24:MI:SS'), to_char(c.finished_at, 'YYYY-MM-DD HH24:MI:SS')"
+        " FROM campaigns c JOIN tasks t ON t.id = c.task_id WHERE c.id = $1::bigint",
+        1, p, err, sizeof(err));
+    if (!r) return kf_cli_fail("%s", err);
+    const char *maxc = kf_db_str(r, 0, 4);
+    long long q = kf_db_i64(r, 0, 6, 0), l = kf_db_i64(r, 0, 7, 0), d = kf_db_i64(r, 0, 8, 0);
+    printf("campaign:   %s (id %lld)\n", name, id);
+    printf("state:      %s\n", PQgetvalue(r, 0, 0));
+    printf("task:       %s\n", PQgetvalue(r, 0, 2));
+    printf("strategy:   %s, targets %s, budget %s candidates\n", PQgetvalue(r, 0, 1),
+           PQgetvalue(r, 0, 3), maxc ? maxc : "unlimited");
+    printf("candidates: %s\n", PQgetvalue(r, 0, 5));
+    printf("jobs:       %lld total: %lld queued, %lld leased, %lld done\n", q + l + d, q, l, d);
+    printf("verdicts:   %s\n", kf_db_str(r, 0, 9) ? kf_db_str(r, 0, 9) : "none yet");
+    printf("retries:    %s failed attempts (infra_error / lost leases)\n", PQgetvalue(r, 0, 10));
+    printf("created:    %s%s%s\n", PQgetvalue(r, 0, 11), kf_db_str(r, 0, 12) ? ", finished " : "",
+           kf_db_str(r, 0, 12) ? kf_db_str(r, 0, 12) : "");
+    PQclear(r);
+    r = kf_db_exec(db,
+        "SELECT DISTINCT ON (j.target) j.target, e.speedup, k.id, k.defines::text, e.candidate_us,"
+        " e.baseline_us FROM evaluations e JOIN jobs j ON j.id = e.job_id"
+        " JOIN candidates k ON k.id = e.candidate_id"
+        " WHERE j.campaign_id = $1::bigint AND e.is_final AND e.verdict = 'ok'"
+        "   AND e.speedup IS NOT NULL ORDER BY j.target, e.speedup DESC, k.id",
+        1, p, err, sizeof(err));
+    if (!r) return kf_cli_fail("%s", err);
+    if (PQntuples(r) == 0) printf("best:       none yet\n");
+    for (int i = 0; i < PQntuples(r); i++) {
+        char defs[512];
+        printf("best:       %s %.3fx (candidate %s, %s; %.2f us vs baseline %.2f us)\n",
+               PQgetvalue(r, i, 0), kf_db_f64(r, i, 1, 0), PQgetvalue(r, i, 2),
+               kf_cli_defines(kf_db_str(r, i, 3), defs, sizeof(defs)), kf_db_f64(r, i, 4, 0),
+               kf_db_f64(r, i, 5, 0));
+    }
+    PQclear(r);
+    return 0;
+}
+
+static int do_list(kf_db *db)
+{
+    char err[1024];
+    PGresult *r = kf_db_exec(db,
+        "SELECT c.name, c.state, c.strategy, t.name, array_to_string(c.targets, ','),"
+        " (SELECT count(*) FROM candidates k WHERE k.campaign_id = c.id)::text,"
+        " (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id AND j.state = 'done') || '/' ||"
+        " (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id),"
+        " (SELECT to_char(max(e.speedup), 'FM999990.000') || 'x' FROM evaluations e"
+        "    JOIN jobs j ON j.id = e.job_id WHERE j.campaign_id = c.id AND e.is_final"
+        "    AND e.verdict = 'ok'),"
+        " to_char(c.created_at, 'YYYY-MM-DD HH24:MI')"
+        " FROM campaigns c JOIN tasks t ON t.id = c.task_id ORDER BY c.id",
+        0, NULL, err, sizeof(err));
+    if (!r) return kf_cli_fail("%s", err);
+    static const char *const hdr[] = { "NAME", "STATE", "STRATEGY", "TASK", "TARGETS",
+                                       "CANDIDATES", "JOBS DONE", "BEST", "CREATED" };
+    kf_cli_table t;
+    kf_cli_table_init(&t, 9, hdr);
+    t.right[5] = t.right[6] = t.right[7] = 1;
+    for (int i = 0; i < PQntuples(r); i++) {
+        const char *row[9];
+        for (int c = 0; c < 9; c++) row[c] = kf_db_str(r, i, c);
+        kf_cli_table_row(&t, row);
+    }
+    if (PQntuples(r) == 0) {
+        printf("no campaigns yet (see kfarm campaign create --help)\n");
+        kf_cli_table_free(&t);
+    } else {
+        kf_cli_table_print(&t, stdout, 40);
+    }
+    PQclear(r);
+    return 0;
+}
+
+static int do_wait(kf_db *db, const char *name, double timeout)
+{
+    double start = kf_util_now_s();
+    char state[16], err[1024];
+    int64_t id;
+    for (;;) {
+        if (kf_db_ensure(db, err, sizeof(err)) == 0) {
+            if (kf_campaign_lookup(db, name, &id, state, err, sizeof(err)) < 0) {
+                if (strncmp(err, "no campaign", 11) == 0) return kf_cli_fail("%s", err);
+            } else if (strcmp(state, "done") == 0) {
+                printf("campaign %s is done\n", name);
+                return 0;
+            }
+        }
+        if (timeout > 0 && kf_util_now_s() - start >= timeout)
+            return kf_cli_fail("campaign %s not done after %.0f s (state %s)", name, timeout,
+                               state[0] ? state : "unknown");
+        usleep(500000);
+    }
+}
+
+int kf_cli_cmd_campaign(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "db", required_argument, NULL, 'd' },
+        { "task", required_argument, NULL, 't' },
+        { "strategy", required_argument, NULL, 's' },
+        { "target", required_argument, NULL, 'T' },
+        { "max-candidates", required_argument, NULL, 'm' },
+        { "seed", required_argument, NULL, 'S' },
+        { "max-attempts", required_argument, NULL, 'a' },
+        { "timeout", required_argument, NULL, 'w' },
+        { "help", no_argument, NULL, 'h' },
+        { 0 },
+    };
+    kf_campaign_spec spec;
+    memset(&spec, 0, sizeof(spec));
+    const char *conninfo = NULL;
+    double timeout = 0;
+    long v;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'd': conninfo = optarg; break;
+        case 't': spec.task_dir = optarg; break;
+        case 's': spec.strategy = optarg; break;
+        case 'T':
+            if (spec.n_targets == KF_CAMPAIGN_MAX_TARGETS)
+                return kf_cli_usage_error("campaign", "too many --target (max %d)",
+                                          KF_CAMPAIGN_MAX_TARGETS);
+            spec.targets[spec.n_targets++] = optarg;
+            break;
+        case 'm':
+            if (kf_cli_parse_long(optarg, &v) < 0 || v < 1)
+                return kf_cli_usage_error("campaign", "--max-candidates: expected a positive number");
+            spec.max_candidates = v;
+            break;
+        case 'S': spec.seed_path = optarg; break;
+        case 'a':
+            if (kf_cli_parse_long(optarg, &v) < 0 || v < 1 || v > 100)
+                return kf_cli_usage_error("campaign", "--max-attempts: expected 1..100");
+            spec.max_attempts = (int)v;
+            break;
+        case 'w':
+            if (kf_cli_parse_double(optarg, &timeout) < 0)
+                return kf_cli_usage_error("campaign", "--timeout: expected seconds");
+            break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind >= argc)
+        return kf_cli_usage_error("campaign", "missing subcommand (create, start, pause, status, list, wait)");
+    const char *sub = argv[optind];
+    const char *name = optind + 1 < argc ? argv[optind + 1] : NULL;
+    int needs_name = strcmp(sub, "list") != 0;
+    if (needs_name && !name) return kf_cli_usage_error("campaign", "%s: missing campaign NAME", sub);
+    if (optind + 1 + needs_name < argc)
+        return kf_cli_usage_error("campaign", "unexpected argument '%s'", argv[optind + 1 + needs_name]);
+    if (strcmp(sub, "create") == 0 && !spec.task_dir)
+        return kf_cli_usage_error("campaign", "create: --task DIR is required");
+    if (strcmp(sub, "create") && strcmp(sub, "start") && strcmp(sub, "pause") &&
+        strcmp(sub, "status") && strcmp(sub, "list") && strcmp(sub, "wait"))
+        return kf_cli_usage_error("campaign", "unknown subcommand '%s'", sub);
+
+    kf_db *db = kf_cli_connect(conninfo);
+    if (!db) return 1;
+    char err[1024];
+    int rc = 0;
+    if (strcmp(sub, "create") == 0) rc = do_create(db, name, &spec);
+    else if (strcmp(sub, "start") == 0) {
+        if (kf_campaign_start(db, name, err, sizeof(err)) < 0) rc = kf_cli_fail("%s", err);
+        else printf("campaign %s running\n", name);
+    } else if (strcmp(sub, "pause") == 0) {
+        if (kf_campaign_pause(db, name, err, sizeof(err)) < 0) rc = kf_cli_fail("%s", err);
+        else printf("campaign %s paused (leased jobs finish; nothing new is handed out)\n", name);
+    } else if (strcmp(sub, "status") == 0) rc = do_status(db, name);
+    else if (strcmp(sub, "list") == 0) rc = do_list(db);
+    else rc = do_wait(db, name, timeout);
+    kf_db_close(db);
+    return rc;
+}

@@ -1,0 +1,199 @@
+/*
+ * common.c -- helpers shared by the kfarm commands. See kfarm_cli.h.
+ */
+#include "kfarm_cli.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+int kf_cli_fail(const char *fmt, ...)
+{
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "kfarm: %s\n", msg);
+    return 1;
+}
+
+int kf_cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "kfarm: %s (see kfarm %s --help)\n", msg, cmd);
+    return 2;
+}
+
+kf_db *kf_cli_connect(const char *conninfo)
+{
+    char err[1024];
+    kf_db *db = kf_db_open(conninfo, err, sizeof(err));
+    if (!db) kf_cli_fail("%s", err);
+    return db;
+}
+
+int kf_cli_parse_long(const char *s, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 0) return -1;
+    *out = v;
+    return 0;
+}
+
+int kf_cli_parse_double(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= 0)) return -1;
+    *out = v;
+    return 0;
+}
+
+int kf_cli_campaign_id(kf_db *db, const char *name, long long *id)
+{
+    const char *p[1] = { name };
+    char err[1024];
+    PGresult *r = kf_db_exec(db, "SELECT id FROM campaigns WHERE name = $1", 1, p, err,
+                             sizeof(err));
+    if (!r) return kf_cli_fail("%s", err), -1;
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        kf_cli_fail("no campaign '%s' (see kfarm campaign list)", name);
+        return -1;
+    }
+    *id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    return 0;
+}
+
+void kf_cli_table_init(kf_cli_table *t, int ncols, const char *const *header)
+{
+    memset(t, 0, sizeof(*t));
+    t->ncols = ncols > KF_CLI_TABLE_MAXCOLS ? KF_CLI_TABLE_MAXCOLS : ncols;
+    kf_cli_table_row(t, header);
+}
+
+void kf_cli_table_row(kf_cli_table *t, const char *const *cells)
+{
+    if (t->nrows == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 32;
+        char **c = realloc(t->cells, cap * (size_t)t->ncols * sizeof(char *));
+        if (!c) return;
+        t->cells = c;
+        t->cap = cap;
+    }
+    for (int i = 0; i < t->ncols; i++) {
+        const char *v = cells[i] ? cells[i] : "-";
+        /* One line per cell: cut at the first newline. */
+        size_t n = strcspn(v, "\r\n");
+        char *c = malloc(n + 1);
+        if (c) {
+            memcpy(c, v, n);
+            c[n] = 0;
+        }
+        t->cells[t->nrows * (size_t)t->ncols + (size_t)i] = c;
+    }
+    t->nrows++;
+}
+
+/* Display width of a UTF-8 string: code points (good enough for tables). */
+static size_t u8len(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        if (((unsigned char)*s & 0xc0) != 0x80) n++;
+    return n;
+}
+
+/* Byte offset of the first maxw code points. */
+static size_t u8cut(const char *s, size_t maxw)
+{
+    size_t n = 0, i = 0;
+    for (; s[i]; i++) {
+        if (((unsigned char)s[i] & 0xc0) != 0x80) {
+            if (n == maxw) break;
+            n++;
+        }
+    }
+    return i;
+}
+
+void kf_cli_table_print(kf_cli_table *t, FILE *f, int maxw)
+{
+    size_t w[KF_CLI_TABLE_MAXCOLS] = { 0 };
+    for (size_t r = 0; r < t->nrows; r++)
+        for (int c = 0; c < t->ncols; c++) {
+            const char *v = t->cells[r * (size_t)t->ncols + (size_t)c];
+            size_t n = v ? u8len(v) : 0;
+            if (maxw > 0 && n > (size_t)maxw) n = (size_t)maxw;
+            if (n > w[c]) w[c] = n;
+        }
+    for (size_t r = 0; r < t->nrows; r++) {
+        for (int c = 0; c < t->ncols; c++) {
+            const char *v = t->cells[r * (size_t)t->ncols + (size_t)c];
+            if (!v) v = "";
+            size_t n = u8len(v), bytes = strlen(v);
+            if (maxw > 0 && n > (size_t)maxw) {
+                bytes = u8cut(v, (size_t)maxw - 1);
+                n = (size_t)maxw;
+            }
+            size_t pad = w[c] > n ? w[c] - n : 0;
+            int last = c == t->ncols - 1;
+            if (t->right[c] && r > 0) fprintf(f, "%*s", (int)pad, "");
+            fwrite(v, 1, bytes, f);
+            if (bytes < strlen(v)) fputs("…", f);
+            if (!(t->right[c] && r > 0) && !last) fprintf(f, "%*s", (int)pad, "");
+            if (!last) fputs("  ", f);
+        }
+        fputc('\n', f);
+    }
+    kf_cli_table_free(t);
+}
+
+void kf_cli_table_free(kf_cli_table *t)
+{
+    for (size_t i = 0; i < t->nrows * (size_t)t->ncols; i++) free(t->cells[i]);
+    free(t->cells);
+    memset(t, 0, sizeof(*t));
+}
+
+const char *kf_cli_defines(const char *json, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "-");
+    if (!json) return buf;
+    json_error_t je;
+    json_t *o = json_loads(json, 0, &je);
+    if (!json_is_object(o) || json_object_size(o) == 0) {
+        json_decref(o);
+        return buf;
+    }
+    buf[0] = 0;
+    const char *k;
+    json_t *v;
+    size_t len = 0;
+    json_object_foreach(o, k, v) {
+        const char *s = json_is_string(v) ? json_string_value(v) : "?";
+        int n = snprintf(buf + len, cap - len, "%s%s=%s", len ? " " : "", k, s);
+        if (n < 0 || (size_t)n >= cap - len) break;
+        len += (size_t)n;
+    }
+    json_decref(o);
+    return buf;
+}
+
+const char *kf_cli_num(const char *v, int prec, char *buf, size_t cap)
+{
+    if (!v) return "-";
+    snprintf(buf, cap, "%.*f", prec, strtod(v, NULL));
+    return buf;
+}

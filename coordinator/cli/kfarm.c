@@ -1,0 +1,72 @@
+/*
+ * kfarm.c -- the `kfarm` CLI dispatcher (git builtin style).
+ *
+ *     kfarm [--db CONNINFO] COMMAND [ARGS]
+ *
+ * Looks COMMAND up in the table and calls its kf_cli_cmd_* with argv
+ * starting at the command name. A leading --db is exported as $KFARM_DB so
+ * every command sees it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kfarm_cli.h"
+
+typedef struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *help;
+} cli_command;
+
+static const cli_command commands[] = {
+    { "db", kf_cli_cmd_db, "db migrate | db version: the database schema" },
+    { "campaign", kf_cli_cmd_campaign,
+      "campaign create|start|pause|status|list|wait: manage campaigns" },
+    { "candidates", kf_cli_cmd_candidates, "candidates NAME: every candidate with its results" },
+    { "leaderboard", kf_cli_cmd_leaderboard, "leaderboard NAME: best candidates first" },
+    { "best", kf_cli_cmd_best, "best NAME [--out FILE]: the winning source with its defines" },
+    { "export", kf_cli_cmd_export, "export --out DIR: write the static dashboard" },
+    { "workers", kf_cli_cmd_workers, "workers [release|quarantine ID]: the fleet" },
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: kfarm [--db CONNINFO] COMMAND [ARGS]\n\nCommands:\n");
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].help);
+    fprintf(f, "\nThe database is --db CONNINFO or $KFARM_DB (a libpq connection string).\n"
+               "Every command takes --help.\n");
+}
+
+int main(int argc, char **argv)
+{
+    int i = 1;
+    while (i < argc && argv[i][0] == '-') {
+        if (strcmp(argv[i], "--db") == 0 && i + 1 < argc) {
+            setenv("KFARM_DB", argv[i + 1], 1);
+            i += 2;
+        } else if (strncmp(argv[i], "--db=", 5) == 0) {
+            setenv("KFARM_DB", argv[i] + 5, 1);
+            i++;
+        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "kfarm: unknown option %s (see kfarm --help)\n", argv[i]);
+            return 2;
+        }
+    }
+    if (i >= argc) {
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[i], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t k = 0; k < sizeof(commands) / sizeof(commands[0]); k++)
+        if (strcmp(argv[i], commands[k].name) == 0) return commands[k].fn(argc - i, argv + i);
+    fprintf(stderr, "kfarm: unknown command '%s' (see kfarm --help)\n", argv[i]);
+    return 2;
+}

@@ -1,0 +1,71 @@
+/*
+ * kfarm_cli.h -- the `kfarm` user CLI (prefix kf_cli_).
+ *
+ * Design (git's builtin/ layout). kfarm.c dispatches `kfarm COMMAND ...` to
+ * one kf_cli_cmd_* function per file (cmd_*.c); each parses its own options
+ * with getopt_long (--db and --help everywhere), talks to PostgreSQL through
+ * the coordinator library (no daemon needed) and returns the exit status:
+ * 0 success, 1 failure (one line "kfarm: reason" on stderr), 2 usage error.
+ * Shared helpers (option parsing, database connection, tables) live in
+ * common.c.
+ */
+#ifndef KFARM_CLI_H
+#define KFARM_CLI_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include "db.h"
+
+/* Commands: argv[0] is the command name ("campaign", "db", ...). */
+int kf_cli_cmd_db(int argc, char **argv);
+int kf_cli_cmd_campaign(int argc, char **argv);
+int kf_cli_cmd_candidates(int argc, char **argv);
+int kf_cli_cmd_leaderboard(int argc, char **argv);
+int kf_cli_cmd_best(int argc, char **argv);
+int kf_cli_cmd_export(int argc, char **argv);
+int kf_cli_cmd_workers(int argc, char **argv);
+
+/* Print "kfarm: <message>" (printf-style) on stderr and return 1. */
+int kf_cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Print "kfarm: <message>\n(see kfarm <cmd> --help)" and return 2. */
+int kf_cli_usage_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Connect to conninfo (NULL: $KFARM_DB). NULL after printing the reason. */
+kf_db *kf_cli_connect(const char *conninfo);
+
+/* Parse a non-negative decimal integer/number. 0 or -1. */
+int kf_cli_parse_long(const char *s, long *out);
+int kf_cli_parse_double(const char *s, double *out);
+
+/* Resolve a campaign name to its id; prints the reason and returns -1 when
+ * there is none. */
+int kf_cli_campaign_id(kf_db *db, const char *name, long long *id);
+
+/* A text table: add cells row by row, then print with aligned columns. */
+#define KF_CLI_TABLE_MAXCOLS 16
+typedef struct {
+    int ncols;
+    size_t nrows, cap;
+    char **cells;                 /* nrows * ncols, malloc'ed copies */
+    int right[KF_CLI_TABLE_MAXCOLS]; /* right-align column (numbers) */
+} kf_cli_table;
+
+/* Start a table with the given header cells (ncols of them). */
+void kf_cli_table_init(kf_cli_table *t, int ncols, const char *const *header);
+/* Add one row of ncols cells (NULL prints as "-"). */
+void kf_cli_table_row(kf_cli_table *t, const char *const *cells);
+/* Print to f and free the table. Cells are cut at maxw characters (0: no cut). */
+void kf_cli_table_print(kf_cli_table *t, FILE *f, int maxw);
+/* Free a table without printing it. */
+void kf_cli_table_free(kf_cli_table *t);
+
+/* Format a jsonb defines object text ({"A": "1", "B": "2"}) as A=1 B=2 into
+ * buf; "-" when empty. Returns buf. */
+const char *kf_cli_defines(const char *json, char *buf, size_t cap);
+
+/* Format a number with the given precision, or "-" for SQL NULL. */
+const char *kf_cli_num(const char *v, int prec, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,402 @@
+/*
+ * db.c -- PostgreSQL connection, reconnects, migrations. See db.h.
+ *
+ * Reconnect policy. A statement that fails because the connection broke while
+ * no transaction was open is retried once after an immediate PQreset: a
+ * database restart between two requests is then invisible to callers. Inside
+ * a transaction nothing is retried (the transaction is gone); the caller gets
+ * the error and kf_db_ensure() reconnects later with backoff.
+ *
+ * Migrations. Session-level advisory lock KF_DB_MIGRATE_LOCK serializes
+ * concurrent starters (two coordinators, a coordinator and `kfarm db
+ * migrate`); under it, schema_version is read and every missing migration is
+ * applied in its own transaction together with its schema_version row.
+ */
+#include "db.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kf_util.h"
+
+#define KF_DB_MIGRATE_LOCK 7162543915L /* arbitrary, "kfarm" */
+#define KF_DB_BACKOFF_MIN 0.5
+#define KF_DB_BACKOFF_MAX 10.0
+
+struct kf_db {
+    PGconn *conn;
+    char *conninfo;
+    double next_retry_s;   /* monotonic time before which no reset is tried */
+    double backoff_s;
+    char sqlstate[6];
+};
+
+static void quiet_notice(void *arg, const char *msg) { (void)arg; (void)msg; }
+
+kf_db *kf_db_open(const char *conninfo, char *err, size_t errlen)
+{
+    if (!conninfo || !*conninfo) conninfo = getenv("KFARM_DB");
+    if (!conninfo || !*conninfo) {
+        snprintf(err, errlen, "no database: pass --db CONNINFO or set KFARM_DB");
+        return NULL;
+    }
+    kf_db *db = calloc(1, sizeof(*db));
+    if (!db || !(db->conninfo = strdup(conninfo))) {
+        free(db);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    db->conn = PQconnectdb(conninfo);
+    if (!db->conn || PQstatus(db->conn) != CONNECTION_OK) {
+        const char *m = db->conn ? PQerrorMessage(db->conn) : "out of memory";
+        snprintf(err, errlen, "cannot connect to the database: %.*s", (int)strcspn(m, "\n"), m);
+        kf_db_close(db);
+        return NULL;
+    }
+    PQsetNoticeProcessor(db->conn, quiet_notice, NULL);
+    db->backoff_s = KF_DB_BACKOFF_MIN;
+    return db;
+}
+
+void kf_db_close(kf_db *db)
+{
+    if (!db) return;
+    if (db->conn) PQfinish(db->conn);
+    free(db->conninfo);
+    free(db);
+}
+
+PGconn *kf_db_conn(kf_db *db) { return db->conn; }
+
+const char *kf_db_last_sqlstate(const kf_db *db) { return db->sqlstate; }
+
+static int try_reset(kf_db *db)
+{
+    PQreset(db->conn);
+    if (PQstatus(db->conn) == CONNECTION_OK) {
+        PQsetNoticeProcessor(db->conn, quiet_notice, NULL);
+        db->backoff_s = KF_DB_BACKOFF_MIN;
+        db->next_retry_s = 0;
+        return 0;
+    }
+    db->next_retry_s = kf_util_now_s() + db->backoff_s;
+    db->backoff_s *= 2;
+    if (db->backoff_s > KF_DB_BACKOFF_MAX) db->backoff_s = KF_DB_BACKOFF_MAX;
+    return -1;
+}
+
+int kf_db_ensure(kf_db *db, char *err, size_t errlen)
+{
+    if (PQstatus(db->conn) == CONNECTION_OK) return 0;
+    if (kf_util_now_s() < db->next_retry_s) {
+        snprintf(err, errlen, "database unavailable (reconnecting)");
+        return -1;
+    }
+    if (try_reset(db) == 0) return 0;
+    const char *m = PQerrorMessage(db->conn);
+    snprintf(err, errlen, "database unavailable: %.*s", (int)strcspn(m, "\n"), m);
+    return -1;
+}
+
+static void one_line(char *err, size_t errlen, const char *prefix, const char *m)
+{
+    if (!m || !*m) m = "unknown error";
+    while (*m == ' ') m++;
+    if (strncmp(m, "ERROR:  ", 8) == 0) m += 8;
+    snprintf(err, errlen, "%s%.*s", prefix, (int)strcspn(m, "\n"), m);
+}
+
+PGresult *kf_db_exec(kf_db *db, const char *sql, int nparams, const char *const *params,
+                     char *err, size_t errlen)
+{
+    db->sqlstate[0] = 0;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (PQstatus(db->conn) != CONNECTION_OK && kf_db_ensure(db, err, errlen) < 0)
+            return NULL;
+        int idle = PQtransactionStatus(db->conn) == PQTRANS_IDLE;
+        PGresult *r = PQexecParams(db->conn, sql, nparams, NULL, params, NULL, NULL, 0);
+        ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+        if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) return r;
+        const char *ss = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+        if (ss) snprintf(db->sqlstate, sizeof(db->sqlstate), "%s", ss);
+        one_line(err, errlen, "", r ? PQresultErrorMessage(r) : PQerrorMessage(db->conn));
+        if (r) PQclear(r);
+        /* Lost connection outside a transaction: reset now and retry once. */
+        if (attempt == 0 && idle && PQstatus(db->conn) != CONNECTION_OK) {
+            if (try_reset(db) == 0) continue;
+        }
+        return NULL;
+    }
+    return NULL;
+}
+
+int kf_db_cmd(kf_db *db, const char *sql, int nparams, const char *const *params,
+              char *err, size_t errlen)
+{
+    PGresult *r = kf_db_exec(db, sql, nparams, params, err, errlen);
+    if (!r) return -1;
+    PQclear(r);
+    return 0;
+}
+
+int kf_db_begin(kf_db *db, char *err, size_t errlen)
+{
+    return kf_db_cmd(db, "BEGIN", 0, NULL, err, errlen);
+}
+
+int kf_db_commit(kf_db *db, char *err, size_t errlen)
+{
+    return kf_db_cmd(db, "COMMIT", 0, NULL, err, errlen);
+}
+
+void kf_db_rollback(kf_db *db)
+{
+    if (PQstatus(db->conn) != CONNECTION_OK) return;
+    if (PQtransactionStatus(db->conn) == PQTRANS_IDLE) return;
+    PGresult *r = PQexec(db->conn, "ROLLBACK");
+    if (r) PQclear(r);
+}
+
+int64_t kf_db_i64(const PGresult *r, int row, int col, int64_t dflt)
+{
+    if (row >= PQntuples(r) || PQgetisnull(r, row, col)) return dflt;
+    return strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+double kf_db_f64(const PGresult *r, int row, int col, double dflt)
+{
+    if (row >= PQntuples(r) || PQgetisnull(r, row, col)) return dflt;
+    return strtod(PQgetvalue(r, row, col), NULL);
+}
+
+const char *kf_db_str(const PGresult *r, int row, int col)
+{
+    if (row >= PQntuples(r) || PQgetisnull(r, row, col)) return NULL;
+    return PQgetvalue(r, row, col);
+}
+
+/* Length of the valid UTF-8 sequence at s (max n bytes), or 0 if invalid. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    if (c == 0) return 0;
+    if (c < 0x80) return 1;
+    size_t len;
+    unsigned min;
+    if (c >= 0xc2 && c <= 0xdf) len = 2, min = 0x80;
+    else if (c >= 0xe0 && c <= 0xef) len = 3, min = 0x800;
+    else if (c >= 0xf0 && c <= 0xf4) len = 4, min = 0x10000;
+    else return 0;
+    if (len > n) return 0;
+    unsigned cp = c & (0x3f >> (len - 1));
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80) return 0;
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+    return len;
+}
+
+int kf_db_utf8_valid(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < len) {
+        size_t k = utf8_seq(p + i, len - i);
+        if (!k) return 0;
+        i += k;
+    }
+    return 1;
+}
+
+char *kf_db_utf8_sanitize(char *s)
+{
+    if (!s) return s;
+    unsigned char *p = (unsigned char *)s;
+    size_t n = strlen(s), i = 0;
+    while (i < n) {
+        size_t k = utf8_seq(p + i, n - i);
+        if (!k) {
+            p[i] = '?';
+            k = 1;
+        }
+        i += k;
+    }
+    return s;
+}
+
+char *kf_db_text_array(const char *const *items, int n)
+{
+    size_t cap = 3;
+    for (int i = 0; i < n; i++) cap += 2 * strlen(items[i]) + 3;
+    char *out = malloc(cap), *p = out;
+    if (!out) return NULL;
+    *p++ = '{';
+    for (int i = 0; i < n; i++) {
+        if (i) *p++ = ',';
+        *p++ = '"';
+        for (const char *c = items[i]; *c; c++) {
+            if (*c == '"' || *c == '\\') *p++ = '\\';
+            *p++ = *c;
+        }
+        *p++ = '"';
+    }
+    *p++ = '}';
+    *p = 0;
+    return out;
+}
+
+/* ---- migrations ---- */
+
+typedef struct {
+    int version;
+    char name[256];
+    char *sql;      /* malloc'ed when read from a directory */
+    const char *text;
+} migration;
+
+static int parse_version(const char *name)
+{
+    if (!isdigit((unsigned char)name[0])) return -1;
+    int v = atoi(name);
+    size_t n = strlen(name);
+    if (v <= 0 || n < 5 || strcmp(name + n - 4, ".sql") != 0) return -1;
+    return v;
+}
+
+static int cmp_migration(const void *a, const void *b)
+{
+    const migration *x = a, *y = b;
+    return (x->version > y->version) - (x->version < y->version);
+}
+
+/* Collect migrations from $KFARM_SCHEMA_DIR or the embedded copies.
+ * Returns the count (<= max) or -1. */
+static int load_migrations(migration *m, int max, char *err, size_t errlen)
+{
+    const char *dir = getenv("KFARM_SCHEMA_DIR");
+    int n = 0;
+    if (dir && *dir) {
+        DIR *d = opendir(dir);
+        if (!d) {
+            snprintf(err, errlen, "KFARM_SCHEMA_DIR %s: %s", dir, strerror(errno));
+            return -1;
+        }
+        struct dirent *e;
+        while ((e = readdir(d)) && n < max) {
+            int v = parse_version(e->d_name);
+            if (v < 0) continue;
+            char path[4096];
+            snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+            char *sql = kf_util_read_file(path, NULL, 16u << 20);
+            if (!sql) {
+                snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+                closedir(d);
+                for (int i = 0; i < n; i++) free(m[i].sql);
+                return -1;
+            }
+            m[n].version = v;
+            snprintf(m[n].name, sizeof(m[n].name), "%s", e->d_name);
+            m[n].sql = sql;
+            m[n].text = sql;
+            n++;
+        }
+        closedir(d);
+    } else {
+        kf_embedded_file f[KF_DB_MAX_EMBEDDED];
+        int total = kf_db_embedded_schema(f, KF_DB_MAX_EMBEDDED);
+        for (int i = 0; i < total && i < KF_DB_MAX_EMBEDDED && n < max; i++) {
+            m[n].version = parse_version(f[i].name);
+            snprintf(m[n].name, sizeof(m[n].name), "%s", f[i].name);
+            m[n].sql = NULL;
+            m[n].text = f[i].data;
+            n++;
+        }
+    }
+    qsort(m, (size_t)n, sizeof(*m), cmp_migration);
+    for (int i = 1; i < n; i++)
+        if (m[i].version == m[i - 1].version) {
+            snprintf(err, errlen, "two migrations with version %d (%s, %s)", m[i].version,
+                     m[i - 1].name, m[i].name);
+            for (int j = 0; j < n; j++) free(m[j].sql);
+            return -1;
+        }
+    return n;
+}
+
+int kf_db_schema_version(kf_db *db, char *err, size_t errlen)
+{
+    PGresult *r = kf_db_exec(db,
+        "SELECT COALESCE(max(version), 0) FROM schema_version", 0, NULL, err, errlen);
+    if (!r) {
+        if (strcmp(db->sqlstate, "42P01") == 0) return 0; /* undefined_table */
+        return -1;
+    }
+    int v = (int)kf_db_i64(r, 0, 0, 0);
+    PQclear(r);
+    return v;
+}
+
+int kf_db_migrate(kf_db *db, int *applied, char *err, size_t errlen)
+{
+    migration m[KF_DB_MAX_EMBEDDED];
+    int n = load_migrations(m, KF_DB_MAX_EMBEDDED, err, errlen);
+    if (n < 0) return -1;
+    if (applied) *applied = 0;
+    int rc = -1, locked = 0;
+    char lockkey[32];
+    snprintf(lockkey, sizeof(lockkey), "%ld", KF_DB_MIGRATE_LOCK);
+    const char *lp[1] = { lockkey };
+    if (kf_db_cmd(db, "SELECT pg_advisory_lock($1::bigint)", 1, lp, err, errlen) < 0) goto out;
+    locked = 1;
+    if (kf_db_cmd(db,
+            "CREATE TABLE IF NOT EXISTS schema_version ("
+            " version integer PRIMARY KEY, name text NOT NULL, sha256 text,"
+            " applied_at timestamptz NOT NULL DEFAULT now())", 0, NULL, err, errlen) < 0)
+        goto out;
+    for (int i = 0; i < n; i++) {
+        char ver[16];
+        snprintf(ver, sizeof(ver), "%d", m[i].version);
+        const char *p1[1] = { ver };
+        PGresult *r = kf_db_exec(db, "SELECT 1 FROM schema_version WHERE version = $1",
+                                 1, p1, err, errlen);
+        if (!r) goto out;
+        int have = PQntuples(r) > 0;
+        PQclear(r);
+        if (have) continue;
+        if (kf_db_begin(db, err, errlen) < 0) goto out;
+        PGresult *x = PQexec(db->conn, m[i].text);
+        if (!x || PQresultStatus(x) != PGRES_COMMAND_OK) {
+            char msg[512];
+            one_line(msg, sizeof(msg), "", x ? PQresultErrorMessage(x) : PQerrorMessage(db->conn));
+            snprintf(err, errlen, "migration %s failed: %s", m[i].name, msg);
+            if (x) PQclear(x);
+            kf_db_rollback(db);
+            goto out;
+        }
+        PQclear(x);
+        char sha[65];
+        kf_util_sha256_hex(m[i].text, strlen(m[i].text), sha);
+        const char *p3[3] = { ver, m[i].name, sha };
+        if (kf_db_cmd(db, "INSERT INTO schema_version (version, name, sha256) VALUES ($1, $2, $3)",
+                      3, p3, err, errlen) < 0 ||
+            kf_db_commit(db, err, errlen) < 0) {
+            kf_db_rollback(db);
+            goto out;
+        }
+        if (applied) (*applied)++;
+    }
+    rc = 0;
+out:
+    if (locked) {
+        char e2[256];
+        kf_db_cmd(db, "SELECT pg_advisory_unlock($1::bigint)", 1, lp, e2, sizeof(e2));
+    }
+    for (int i = 0; i < n; i++) free(m[i].sql);
+    return rc;
+}

@@ -1,0 +1,107 @@
+/*
+ * db.h -- PostgreSQL access for the coordinator and the CLI (prefix kf_db_).
+ *
+ * Design. One kf_db wraps one libpq connection plus what is needed to survive
+ * a database restart: the conninfo and a reconnect backoff. Every statement
+ * goes through kf_db_exec (PQexecParams, text parameters, never string
+ * interpolation of values). When a statement fails because the connection is
+ * gone, the failure is returned to the caller (a request is answered ERROR
+ * and retried by the worker) and the next kf_db_ensure() call resets the
+ * connection with exponential backoff (0.5 s .. 10 s), so the daemon keeps
+ * running while PostgreSQL is down.
+ *
+ * Migrations are the numbered schema/NNN_*.sql files, embedded into the
+ * binary at build time (coordinator/embed.c) so no path has to be found at
+ * run time; $KFARM_SCHEMA_DIR overrides them with a directory (development).
+ * kf_db_migrate takes an advisory lock, then applies every migration not yet
+ * in schema_version, each in its own transaction.
+ */
+#ifndef KF_DB_H
+#define KF_DB_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <libpq-fe.h>
+
+typedef struct kf_db kf_db;
+
+/* Connect. conninfo NULL/empty: $KFARM_DB. Returns the handle, or NULL with a
+ * one-line reason in err (no conninfo, connection refused, ...). */
+kf_db *kf_db_open(const char *conninfo, char *err, size_t errlen);
+
+/* Close and free (NULL is fine). */
+void kf_db_close(kf_db *db);
+
+/* The raw connection (for PQescape*, notices). May be in a failed state. */
+PGconn *kf_db_conn(kf_db *db);
+
+/* Make sure the connection is usable: if it is not CONNECTION_OK, PQreset it,
+ * at most once per backoff period (0.5 s doubling to 10 s). Returns 0 when
+ * connected, -1 (with reason) when still down. Never blocks for long beyond
+ * libpq's own connect attempt. */
+int kf_db_ensure(kf_db *db, char *err, size_t errlen);
+
+/* Run one statement with text parameters (params[i] NULL = SQL NULL).
+ * Returns the result (PGRES_TUPLES_OK or PGRES_COMMAND_OK; caller PQclear()s)
+ * or NULL with the server's one-line message in err. */
+PGresult *kf_db_exec(kf_db *db, const char *sql, int nparams, const char *const *params,
+                     char *err, size_t errlen);
+
+/* Like kf_db_exec for statements whose result is not needed: 0 or -1. */
+int kf_db_cmd(kf_db *db, const char *sql, int nparams, const char *const *params,
+              char *err, size_t errlen);
+
+/* SQLSTATE of the last failed kf_db_exec ("" if none / connection lost). */
+const char *kf_db_last_sqlstate(const kf_db *db);
+
+/* Transactions. begin/commit return 0 or -1 with reason; rollback is best
+ * effort (also fine when no transaction is open). */
+int kf_db_begin(kf_db *db, char *err, size_t errlen);
+int kf_db_commit(kf_db *db, char *err, size_t errlen);
+void kf_db_rollback(kf_db *db);
+
+/* Apply pending migrations. *applied (optional) receives how many were
+ * applied now. Returns 0 or -1 with reason (the failing migration's name and
+ * the server message; that migration is rolled back). */
+int kf_db_migrate(kf_db *db, int *applied, char *err, size_t errlen);
+
+/* Highest applied migration version (0 if none), or -1 on error. */
+int kf_db_schema_version(kf_db *db, char *err, size_t errlen);
+
+/* Helpers for result fields: NULL-aware conversions (default when NULL). */
+int64_t kf_db_i64(const PGresult *r, int row, int col, int64_t dflt);
+double kf_db_f64(const PGresult *r, int row, int col, double dflt);
+/* Field text, or NULL when SQL NULL. Owned by r. */
+const char *kf_db_str(const PGresult *r, int row, int col);
+
+/* Replace every byte sequence that is not valid UTF-8 (and NUL) in s with
+ * '?', in place. PostgreSQL rejects invalid UTF-8 in text; data from workers
+ * (compiler logs) is sanitized before it is stored. Returns s. */
+char *kf_db_utf8_sanitize(char *s);
+
+/* Whether the NUL-terminated string s (len bytes) is valid UTF-8 without NUL. */
+int kf_db_utf8_valid(const char *s, size_t len);
+
+/* Format n strings as a PostgreSQL text[] literal ({"a","b"}), quoting and
+ * escaping every element. Returns a malloc'ed string (caller frees) or NULL
+ * when out of memory. */
+char *kf_db_text_array(const char *const *items, int n);
+
+/* ---- embedded files (coordinator/embed.c) ---- */
+
+typedef struct {
+    const char *name;   /* "001_init.sql", "index.html" */
+    const char *data;   /* NUL-terminated */
+    size_t len;         /* bytes, without the NUL */
+} kf_embedded_file;
+
+#define KF_DB_MAX_EMBEDDED 64
+
+/* The embedded schema migrations, in order: fills out[0..max) and returns the
+ * total count. */
+int kf_db_embedded_schema(kf_embedded_file *out, int max);
+
+/* The embedded dashboard_static files: fills out[0..max), returns the count. */
+int kf_db_embedded_dashboard(kf_embedded_file *out, int max);
+
+#endif

@@ -1,0 +1,190 @@
+/*
+ * export.c -- writes the static dashboard. See export.h.
+ *
+ * data.js layout (window.KFARM_DATA):
+ *   generated_at, campaigns[], workers[]
+ *   campaign: id, name, task, task_definition, strategy, state, targets,
+ *     max_candidates, strategy_state, created_at/started_at/finished_at,
+ *     jobs {state: n}, verdicts {verdict: n} (final), attempts {verdict: n}
+ *     (every evaluation), best [{target, candidate_id, speedup, ...}],
+ *     timeline [{t, target, speedup, candidate_id}] (ok results in time order),
+ *     candidates [{id, parent_id, proposer, defines, sha256, created_at,
+ *       results [{target, state, attempts, verdict, detail, speedup,
+ *       candidate_us, baseline_us, worker, metrics, compile_log, history}]}],
+ *     sources {sha256: source}
+ */
+#include "export.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kf_util.h"
+
+static const char CAMPAIGN_SQL[] =
+    "WITH c AS (SELECT * FROM campaigns WHERE id = $1::bigint),"
+    " fin AS (SELECT e.*, j.target FROM evaluations e JOIN jobs j ON j.id = e.job_id"
+    "         WHERE j.campaign_id = $1::bigint AND e.is_final) "
+    "SELECT json_build_object("
+    " 'id', c.id, 'name', c.name, 'task', t.name, 'task_definition', t.spec->>'definition',"
+    " 'strategy', c.strategy, 'state', c.state, 'targets', c.targets,"
+    " 'max_candidates', c.max_candidates, 'strategy_state', c.strategy_state,"
+    " 'created_at', c.created_at, 'started_at', c.started_at, 'finished_at', c.finished_at,"
+    " 'jobs', (SELECT json_object_agg(state, n) FROM (SELECT state, count(*) n FROM jobs"
+    "          WHERE campaign_id = c.id GROUP BY state) s),"
+    " 'verdicts', (SELECT json_object_agg(verdict, n) FROM (SELECT verdict, count(*) n FROM fin"
+    "          GROUP BY verdict) v),"
+    " 'attempts', (SELECT json_object_agg(verdict, n) FROM (SELECT e.verdict, count(*) n"
+    "          FROM evaluations e JOIN jobs j ON j.id = e.job_id WHERE j.campaign_id = c.id"
+    "          GROUP BY e.verdict) v),"
+    " 'best', (SELECT json_agg(b ORDER BY b.target) FROM (SELECT DISTINCT ON (target) target,"
+    "          candidate_id, speedup, candidate_us, baseline_us, worker_id FROM fin"
+    "          WHERE verdict = 'ok' AND speedup IS NOT NULL"
+    "          ORDER BY target, speedup DESC, candidate_id) b),"
+    " 'timeline', (SELECT json_agg(json_build_object('t', created_at, 'target', target,"
+    "          'speedup', speedup, 'candidate_id', candidate_id) ORDER BY created_at, id)"
+    "          FROM fin WHERE verdict = 'ok' AND speedup IS NOT NULL),"
+    " 'candidates', (SELECT json_agg(json_build_object('id', k.id, 'parent_id', k.parent_id,"
+    "          'proposer', k.proposer, 'defines', k.defines, 'sha256', k.sha256,"
+    "          'created_at', k.created_at, 'note', k.note,"
+    "          'results', (SELECT json_agg(json_build_object('target', j.target,"
+    "             'state', j.state, 'attempts', j.attempts, 'verdict', f.verdict,"
+    "             'detail', f.detail, 'speedup', f.speedup, 'candidate_us', f.candidate_us,"
+    "             'baseline_us', f.baseline_us, 'worker', f.worker_id, 'metrics', f.metrics,"
+    "             'compile_log', left(f.compile_log, 8000),"
+    "             'history', (SELECT json_agg(json_build_object('attempt', e.attempt,"
+    "                'worker', e.worker_id, 'verdict', e.verdict, 'detail', e.detail,"
+    "                't', e.created_at) ORDER BY e.id)"
+    "                FROM evaluations e WHERE e.job_id = j.id AND NOT e.is_final))"
+    "             ORDER BY j.target)"
+    "             FROM jobs j LEFT JOIN fin f ON f.job_id = j.id WHERE j.candidate_id = k.id))"
+    "          ORDER BY k.id) FROM candidates k WHERE k.campaign_id = c.id),"
+    " 'sources', (SELECT json_object_agg(sha256, source) FROM (SELECT DISTINCT ON (sha256)"
+    "          sha256, source FROM candidates WHERE campaign_id = c.id) s)"
+    ")::text FROM c JOIN tasks t ON t.id = c.task_id";
+
+static const char WORKERS_SQL[] =
+    "SELECT COALESCE(json_agg(json_build_object('id', id, 'hostname', hostname,"
+    " 'backend', backend, 'classes', classes, 'devices', devices,"
+    " 'driver_version', driver_version, 'toolkit_version', toolkit_version,"
+    " 'registered', registered, 'last_seen', last_seen, 'quarantined', quarantined,"
+    " 'infra_errors', infra_errors, 'jobs_done', jobs_done,"
+    " 'leased', (SELECT count(*) FROM jobs j WHERE j.worker_id = w.id AND j.state = 'leased'))"
+    " ORDER BY id), '[]')::text, to_json(now())::text FROM workers w";
+
+/* Growable string. */
+typedef struct {
+    char *s;
+    size_t len, cap;
+    int oom;
+} sbuf;
+
+static void sb_add(sbuf *b, const char *s)
+{
+    size_t n = strlen(s);
+    if (b->oom) return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + n + 1) cap *= 2;
+        char *p = realloc(b->s, cap);
+        if (!p) {
+            b->oom = 1;
+            return;
+        }
+        b->s = p;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->len, s, n + 1);
+    b->len += n;
+}
+
+char *kf_export_data_js(kf_db *db, char *err, size_t errlen)
+{
+    sbuf b = { 0 };
+    PGresult *w = kf_db_exec(db, WORKERS_SQL, 0, NULL, err, errlen);
+    if (!w) return NULL;
+    PGresult *ids = kf_db_exec(db, "SELECT id FROM campaigns ORDER BY id DESC", 0, NULL, err,
+                               errlen);
+    if (!ids) {
+        PQclear(w);
+        return NULL;
+    }
+    sb_add(&b, "window.KFARM_DATA = {\"generated_at\": ");
+    sb_add(&b, PQgetvalue(w, 0, 1));
+    sb_add(&b, ",\n\"workers\": ");
+    sb_add(&b, PQgetvalue(w, 0, 0));
+    sb_add(&b, ",\n\"campaigns\": [");
+    for (int i = 0; i < PQntuples(ids); i++) {
+        const char *p[1] = { PQgetvalue(ids, i, 0) };
+        PGresult *c = kf_db_exec(db, CAMPAIGN_SQL, 1, p, err, errlen);
+        if (!c) {
+            PQclear(w);
+            PQclear(ids);
+            free(b.s);
+            return NULL;
+        }
+        if (PQntuples(c) == 1) {
+            if (i) sb_add(&b, ",\n");
+            sb_add(&b, PQgetvalue(c, 0, 0));
+        }
+        PQclear(c);
+    }
+    sb_add(&b, "]};\n");
+    PQclear(w);
+    PQclear(ids);
+    if (b.oom) {
+        free(b.s);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    return b.s;
+}
+
+/* Write data to dir/name via a temporary file and rename. */
+static int write_atomic(const char *dir, const char *name, const void *data, size_t len,
+                        char *err, size_t errlen)
+{
+    char tmp[4096], path[4096];
+    snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    if (kf_util_write_file(tmp, data, len) < 0 || rename(tmp, path) < 0) {
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int kf_export_site(kf_db *db, const char *dir, char *err, size_t errlen)
+{
+    if (kf_util_mkdirs(dir) < 0) {
+        snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    char *js = kf_export_data_js(db, err, errlen);
+    if (!js) return -1;
+    int rc = write_atomic(dir, "data.js", js, strlen(js), err, errlen);
+    free(js);
+    if (rc < 0) return -1;
+    kf_embedded_file f[KF_DB_MAX_EMBEDDED];
+    int n = kf_db_embedded_dashboard(f, KF_DB_MAX_EMBEDDED);
+    const char *over = getenv("KFARM_DASHBOARD_DIR");
+    for (int i = 0; i < n && i < KF_DB_MAX_EMBEDDED; i++) {
+        if (over && *over) {
+            char path[4096];
+            size_t len = 0;
+            snprintf(path, sizeof(path), "%s/%s", over, f[i].name);
+            char *data = kf_util_read_file(path, &len, 16u << 20);
+            if (!data) {
+                snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+                return -1;
+            }
+            rc = write_atomic(dir, f[i].name, data, len, err, errlen);
+            free(data);
+        } else {
+            rc = write_atomic(dir, f[i].name, f[i].data, f[i].len, err, errlen);
+        }
+        if (rc < 0) return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,220 @@
+/*
+ * main.c -- kfarm-coordinator, the daemon.
+ *
+ * Design. One thread, one loop:
+ *
+ *     connect (retrying) -> migrate -> bind
+ *     until SIGTERM/SIGINT:
+ *         serve requests for up to 1 s          (server.c)
+ *         every second: reap expired leases     (queue.c)
+ *                       advance campaigns       (campaign.c, strategies)
+ *         every N s:    export the dashboard    (export.c, --export-dir)
+ *
+ * All state lives in PostgreSQL, so the daemon can be killed at any moment
+ * and restarted: workers re-send their results, leases expire and are
+ * re-queued, strategies resume idempotently. A database that goes away is
+ * reconnected with backoff (db.c); meanwhile requests are answered ERROR.
+ * The only mutable globals of the program live here: the stop flag set by
+ * the signal handler.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "campaign.h"
+#include "db.h"
+#include "export.h"
+#include "kf_util.h"
+#include "kf_wire.h"
+#include "log.h"
+#include "queue.h"
+#include "server.h"
+
+static volatile sig_atomic_t g_stop;
+
+static void on_signal(int sig) { g_stop = sig; }
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: kfarm-coordinator [options]\n"
+        "\n"
+        "The kernelfarm coordinator: hands evaluation jobs to workers over nanomsg and\n"
+        "keeps campaigns, candidates, jobs and results in PostgreSQL.\n"
+        "\n"
+        "  --db CONNINFO          libpq connection string (default: $KFARM_DB)\n"
+        "  --listen ADDR          nanomsg address to listen on, repeatable\n"
+        "                         (tcp://0.0.0.0:7471, ipc:///run/kfarm.ipc;\n"
+        "                         default tcp://0.0.0.0:7471)\n"
+        "  --lease-ms N           job lease length in ms (default 30000)\n"
+        "  --quarantine-after N   consecutive infra_error results before a worker is\n"
+        "                         quarantined (default 5)\n"
+        "  --export-dir DIR       re-export the static dashboard into DIR periodically\n"
+        "  --export-interval S    seconds between exports (default 10)\n"
+        "  --no-migrate           do not apply schema migrations at start\n"
+        "  -h, --help             this help\n"
+        "\n"
+        "The fleet key comes from $KFARM_FLEET_KEY_FILE or $KFARM_FLEET_KEY.\n"
+        "Logs one line per event to stderr.\n");
+}
+
+static int parse_int(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || end == s || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "db", required_argument, NULL, 'd' },
+        { "listen", required_argument, NULL, 'l' },
+        { "lease-ms", required_argument, NULL, 'L' },
+        { "quarantine-after", required_argument, NULL, 'q' },
+        { "export-dir", required_argument, NULL, 'e' },
+        { "export-interval", required_argument, NULL, 'i' },
+        { "no-migrate", no_argument, NULL, 'M' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    kf_server_config cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    kf_queue_config_default(&cfg.queue);
+    const char *conninfo = NULL, *export_dir = NULL;
+    long export_interval = 10, v;
+    int migrate = 1, c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'd': conninfo = optarg; break;
+        case 'l':
+            if (cfg.n_listen == KF_SERVER_MAX_LISTEN) {
+                fprintf(stderr, "kfarm-coordinator: at most %d --listen addresses\n",
+                        KF_SERVER_MAX_LISTEN);
+                return 2;
+            }
+            cfg.listen[cfg.n_listen++] = optarg;
+            break;
+        case 'L':
+            if (parse_int(optarg, 100, 86400000L, &v) < 0) {
+                fprintf(stderr, "kfarm-coordinator: --lease-ms: expected 100..86400000 ms\n");
+                return 2;
+            }
+            cfg.queue.lease_ms = (int)v;
+            break;
+        case 'q':
+            if (parse_int(optarg, 1, 1000000, &v) < 0) {
+                fprintf(stderr, "kfarm-coordinator: --quarantine-after: expected a positive count\n");
+                return 2;
+            }
+            cfg.queue.quarantine_after = (int)v;
+            break;
+        case 'e': export_dir = optarg; break;
+        case 'i':
+            if (parse_int(optarg, 1, 86400, &v) < 0) {
+                fprintf(stderr, "kfarm-coordinator: --export-interval: expected 1..86400 s\n");
+                return 2;
+            }
+            export_interval = v;
+            break;
+        case 'M': migrate = 0; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "kfarm-coordinator: unexpected argument '%s' (see --help)\n", argv[optind]);
+        return 2;
+    }
+    if (cfg.n_listen == 0) cfg.listen[cfg.n_listen++] = "tcp://0.0.0.0:7471";
+
+    char err[1024];
+    kf_wire_key key;
+    if (kf_wire_key_load(&key, NULL, err, sizeof(err)) < 0) {
+        fprintf(stderr, "kfarm-coordinator: %s\n", err);
+        return 1;
+    }
+    cfg.key = &key;
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal; /* no SA_RESTART: nn_poll returns EINTR */
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    /* Connect, waiting for the database if it is not up yet. */
+    kf_db *db = NULL;
+    if (!conninfo && !getenv("KFARM_DB")) {
+        fprintf(stderr, "kfarm-coordinator: no database: pass --db CONNINFO or set KFARM_DB\n");
+        return 1;
+    }
+    for (int tries = 0; !g_stop; tries++) {
+        db = kf_db_open(conninfo, err, sizeof(err));
+        if (db) break;
+        if (tries == 0 || tries % 15 == 0) kf_log("%s (retrying every 2 s)", err);
+        sleep(2);
+    }
+    if (!db) return 1;
+    if (migrate) {
+        int applied = 0;
+        if (kf_db_migrate(db, &applied, err, sizeof(err)) < 0) {
+            kf_log("migration failed: %s", err);
+            kf_db_close(db);
+            return 1;
+        }
+        kf_log("schema at version %d (%d migrations applied now)",
+               kf_db_schema_version(db, err, sizeof(err)), applied);
+    }
+
+    kf_server *srv = kf_server_new(&cfg, db, err, sizeof(err));
+    if (!srv) {
+        kf_log("%s", err);
+        kf_db_close(db);
+        return 1;
+    }
+    for (int i = 0; i < cfg.n_listen; i++) kf_log("listening on %s", cfg.listen[i]);
+    kf_log("coordinator started (lease %d ms, quarantine after %d infra_errors%s%s)",
+           cfg.queue.lease_ms, cfg.queue.quarantine_after, export_dir ? ", export to " : "",
+           export_dir ? export_dir : "");
+
+    double next_tick = 0, next_export = 0;
+    int db_down = 0, rc = 0;
+    while (!g_stop) {
+        if (kf_server_poll(srv, 1000, err, sizeof(err)) < 0) {
+            kf_log("server: %s", err);
+            rc = 1;
+            break;
+        }
+        double now = kf_util_now_s();
+        if (now < next_tick) continue;
+        next_tick = now + 1.0;
+        if (kf_db_ensure(db, err, sizeof(err)) < 0) {
+            if (!db_down) kf_log("%s", err);
+            db_down = 1;
+            continue;
+        }
+        if (db_down) kf_log("database connection restored");
+        db_down = 0;
+        if (kf_queue_reap(db, NULL, NULL, err, sizeof(err)) < 0) kf_log("reaper: %s", err);
+        if (kf_campaign_tick(db, err, sizeof(err)) < 0) kf_log("campaigns: %s", err);
+        if (export_dir && now >= next_export) {
+            next_export = now + (double)export_interval;
+            if (kf_export_site(db, export_dir, err, sizeof(err)) < 0) kf_log("export: %s", err);
+        }
+    }
+    if (g_stop) kf_log("signal %d: shutting down", (int)g_stop);
+    if (export_dir && kf_db_ensure(db, err, sizeof(err)) == 0 &&
+        kf_export_site(db, export_dir, err, sizeof(err)) < 0)
+        kf_log("export: %s", err);
+    kf_server_free(srv);
+    kf_db_close(db);
+    return rc;
+}

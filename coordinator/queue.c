@@ -1,0 +1,382 @@
+/*
+ * queue.c -- leasing, heartbeats, exactly-once results, the reaper.
+ * See queue.h for the state machine and the guarantees.
+ *
+ * All values travel as text parameters; int64 ids are formatted with %lld.
+ * Timestamps are the database's now(): coordinators and the CLI may run on
+ * different hosts, the database clock is the one clock they share.
+ */
+#include "queue.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kf_verdict.h"
+#include "log.h"
+
+void kf_queue_config_default(kf_queue_config *cfg)
+{
+    cfg->lease_ms = 30000;
+    cfg->quarantine_after = 5;
+}
+
+static void i64s(char buf[24], int64_t v) { snprintf(buf, 24, "%lld", (long long)v); }
+
+kf_queue_status kf_queue_lease(kf_db *db, const kf_queue_config *cfg, const char *worker_id,
+                               const char *const *classes, int n, kf_lease *out,
+                               char *err, size_t errlen)
+{
+    memset(out, 0, sizeof(*out));
+    char *arr = kf_db_text_array(classes, n);
+    char lease[24];
+    i64s(lease, cfg->lease_ms);
+    if (!arr) {
+        snprintf(err, errlen, "out of memory");
+        return KF_Q_ERROR;
+    }
+    /* Seen: record the worker (creating a minimal row if it never
+     * registered, e.g. after the database was rebuilt). */
+    const char *p1[2] = { worker_id, arr };
+    PGresult *w = kf_db_exec(db,
+        "INSERT INTO workers (id, classes) VALUES ($1, $2::text[]) "
+        "ON CONFLICT (id) DO UPDATE SET last_seen = now(), "
+        "  classes = CASE WHEN cardinality($2::text[]) > 0 THEN $2::text[] ELSE workers.classes END "
+        "RETURNING quarantined, classes", 2, p1, err, errlen);
+    if (!w) {
+        free(arr);
+        return KF_Q_ERROR;
+    }
+    int quarantined = strcmp(PQgetvalue(w, 0, 0), "t") == 0;
+    char *use = strdup(PQgetvalue(w, 0, 1));
+    PQclear(w);
+    free(arr);
+    if (!use) {
+        snprintf(err, errlen, "out of memory");
+        return KF_Q_ERROR;
+    }
+    if (quarantined) {
+        free(use);
+        snprintf(err, errlen, "worker %s is quarantined (repeated infra_error)", worker_id);
+        return KF_Q_NO_JOB;
+    }
+    const char *p[3] = { worker_id, use, lease };
+    PGresult *r = kf_db_exec(db,
+        "UPDATE jobs SET state = 'leased', fencing_token = nextval('fencing_seq'),"
+        "  attempts = attempts + 1, worker_id = $1, leased_at = now(),"
+        "  lease_deadline = now() + $3::bigint * interval '1 millisecond' "
+        "WHERE id = (SELECT j.id FROM jobs j JOIN campaigns c ON c.id = j.campaign_id"
+        "            WHERE j.state = 'queued' AND c.state = 'running'"
+        "              AND j.target = ANY($2::text[])"
+        "            ORDER BY j.id FOR UPDATE OF j SKIP LOCKED LIMIT 1) "
+        "RETURNING id, fencing_token, candidate_id, campaign_id, COALESCE(seed, id),"
+        "  attempts, target", 3, p, err, errlen);
+    free(use);
+    if (!r) return KF_Q_ERROR;
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        snprintf(err, errlen, "no job");
+        return KF_Q_NO_JOB;
+    }
+    out->job_id = kf_db_i64(r, 0, 0, 0);
+    out->fencing_token = kf_db_i64(r, 0, 1, 0);
+    out->candidate_id = kf_db_i64(r, 0, 2, 0);
+    out->campaign_id = kf_db_i64(r, 0, 3, 0);
+    out->seed = kf_db_i64(r, 0, 4, 0);
+    out->attempt = (int)kf_db_i64(r, 0, 5, 0);
+    snprintf(out->target, sizeof(out->target), "%s", PQgetvalue(r, 0, 6));
+    PQclear(r);
+    return KF_Q_OK;
+}
+
+kf_queue_status kf_queue_heartbeat(kf_db *db, const kf_queue_config *cfg, const char *worker_id,
+                                   int64_t job_id, int64_t token, char *err, size_t errlen)
+{
+    char job[24], tok[24], lease[24];
+    i64s(job, job_id);
+    i64s(tok, token);
+    i64s(lease, cfg->lease_ms);
+    const char *p[3] = { job, tok, lease };
+    PGresult *r = kf_db_exec(db,
+        "UPDATE jobs SET lease_deadline = now() + $3::bigint * interval '1 millisecond' "
+        "WHERE id = $1::bigint AND fencing_token = $2::bigint AND state = 'leased' RETURNING id",
+        3, p, err, errlen);
+    if (!r) return KF_Q_ERROR;
+    int ok = PQntuples(r) == 1;
+    PQclear(r);
+    const char *pw[1] = { worker_id };
+    char e2[128];
+    kf_db_cmd(db, "UPDATE workers SET last_seen = now() WHERE id = $1", 1, pw, e2, sizeof(e2));
+    if (!ok) {
+        snprintf(err, errlen, "lease of job %lld with token %lld is not current",
+                 (long long)job_id, (long long)token);
+        return KF_Q_STALE;
+    }
+    return KF_Q_OK;
+}
+
+/* A double as a text parameter, or NULL when "not measured". */
+static const char *num_param(char buf[32], double v)
+{
+    if (!isfinite(v) || v <= 0) return NULL;
+    snprintf(buf, 32, "%.17g", v);
+    return buf;
+}
+
+/* Copy of s with invalid UTF-8 replaced (NULL stays NULL). */
+static char *clean_text(const char *s, size_t cap)
+{
+    if (!s) return NULL;
+    size_t n = strlen(s);
+    if (n > cap) n = cap;
+    char *c = malloc(n + 1);
+    if (!c) return NULL;
+    memcpy(c, s, n);
+    c[n] = 0;
+    return kf_db_utf8_sanitize(c);
+}
+
+/* Canonical JSON text of metrics (an object), or NULL if absent/invalid. */
+static char *clean_metrics(const char *s)
+{
+    if (!s || !*s) return NULL;
+    json_error_t je;
+    json_t *j = json_loads(s, 0, &je);
+    if (!j) return NULL;
+    char *out = json_is_object(j) ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    return out;
+}
+
+kf_queue_status kf_queue_result(kf_db *db, const kf_queue_config *cfg, const char *worker_id,
+                                int64_t job_id, int64_t token, const kf_result *res,
+                                int *requeued, char *err, size_t errlen)
+{
+    if (requeued) *requeued = 0;
+    int v = kf_verdict_parse(res->verdict);
+    if (v < 0) {
+        snprintf(err, errlen, "unknown verdict '%.40s'", res->verdict ? res->verdict : "");
+        return KF_Q_REJECTED;
+    }
+    char job[24], tok[24];
+    i64s(job, job_id);
+    i64s(tok, token);
+    kf_queue_status st = KF_Q_ERROR;
+    char *detail = clean_text(res->detail, 4096);
+    char *log = clean_text(res->compile_log, 1u << 20);
+    char *metrics = clean_metrics(res->metrics_json);
+
+    if (kf_db_begin(db, err, errlen) < 0) goto out;
+    const char *pj[1] = { job };
+    PGresult *r = kf_db_exec(db,
+        "SELECT state, fencing_token, attempts, max_attempts, candidate_id "
+        "FROM jobs WHERE id = $1::bigint FOR UPDATE", 1, pj, err, errlen);
+    if (!r) goto fail;
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        snprintf(err, errlen, "no job %lld", (long long)job_id);
+        st = KF_Q_REJECTED;
+        goto fail;
+    }
+    char state[16], cand[24];
+    snprintf(state, sizeof(state), "%s", PQgetvalue(r, 0, 0));
+    int64_t cur = kf_db_i64(r, 0, 1, 0);
+    int attempts = (int)kf_db_i64(r, 0, 2, 0);
+    int max_attempts = (int)kf_db_i64(r, 0, 3, 0);
+    snprintf(cand, sizeof(cand), "%s", PQgetvalue(r, 0, 4));
+    PQclear(r);
+
+    const char *pe[2] = { job, tok };
+    r = kf_db_exec(db, "SELECT reported FROM evaluations WHERE job_id = $1::bigint "
+                       "AND fencing_token = $2::bigint", 2, pe, err, errlen);
+    if (!r) goto fail;
+    if (PQntuples(r) > 0) {
+        int reported = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+        PQclear(r);
+        if (reported) {
+            snprintf(err, errlen, "result for job %lld token %lld already stored",
+                     (long long)job_id, (long long)token);
+            st = KF_Q_DUPLICATE;
+        } else {
+            snprintf(err, errlen, "lease of job %lld token %lld expired before the result",
+                     (long long)job_id, (long long)token);
+            st = KF_Q_STALE;
+        }
+        goto fail;
+    }
+    PQclear(r);
+    if (cur != token || strcmp(state, "leased") != 0) {
+        snprintf(err, errlen, "token %lld of job %lld is not current (job %s, token %lld)",
+                 (long long)token, (long long)job_id, state, (long long)cur);
+        st = KF_Q_STALE;
+        goto fail;
+    }
+
+    int infra = v == KF_INFRA_ERROR;
+    int retry = infra && attempts < max_attempts;
+    char att[24], b1[32], b2[32], b3[32];
+    i64s(att, attempts);
+    const char *pi[13] = {
+        job, cand, att, worker_id, tok, kf_verdict_name((kf_verdict)v), detail, metrics,
+        num_param(b1, res->candidate_us), num_param(b2, res->baseline_us),
+        num_param(b3, res->speedup), log, retry ? "false" : "true",
+    };
+    if (kf_db_cmd(db,
+            "INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, fencing_token,"
+            "  verdict, detail, metrics, candidate_us, baseline_us, speedup, compile_log, is_final)"
+            " VALUES ($1::bigint, $2::bigint, $3::int, $4, $5::bigint, $6, $7, $8::jsonb,"
+            "  $9::float8, $10::float8, $11::float8, $12, $13::boolean)",
+            13, pi, err, errlen) < 0)
+        goto fail;
+    if (kf_db_cmd(db, retry
+            ? "UPDATE jobs SET state = 'queued', lease_deadline = NULL WHERE id = $1::bigint"
+            : "UPDATE jobs SET state = 'done', lease_deadline = NULL, finished_at = now() "
+              "WHERE id = $1::bigint", 1, pj, err, errlen) < 0)
+        goto fail;
+    /* Worker health: consecutive infra_errors quarantine it. */
+    char qa[24];
+    i64s(qa, cfg->quarantine_after);
+    const char *pw[2] = { worker_id, qa };
+    r = kf_db_exec(db, infra
+        ? "UPDATE workers SET last_seen = now(), infra_errors = infra_errors + 1,"
+          "  quarantined = quarantined OR infra_errors + 1 >= $2::int "
+          "WHERE id = $1 RETURNING quarantined, infra_errors"
+        : "UPDATE workers SET last_seen = now(), infra_errors = 0, jobs_done = jobs_done + 1 "
+          "WHERE id = $1 AND $2::int IS NOT NULL RETURNING quarantined, infra_errors",
+        2, pw, err, errlen);
+    if (!r) goto fail;
+    int newly_quarantined = infra && PQntuples(r) == 1 &&
+        strcmp(PQgetvalue(r, 0, 0), "t") == 0 &&
+        kf_db_i64(r, 0, 1, 0) == cfg->quarantine_after;
+    PQclear(r);
+    if (kf_db_commit(db, err, errlen) < 0) goto fail;
+    st = KF_Q_OK;
+    if (requeued) *requeued = retry;
+    if (newly_quarantined)
+        kf_log("worker %s quarantined after %d consecutive infra_error results", worker_id,
+               cfg->quarantine_after);
+    goto out;
+
+fail:
+    kf_db_rollback(db);
+out:
+    free(detail);
+    free(log);
+    free(metrics);
+    return st;
+}
+
+int kf_queue_release(kf_db *db, int64_t job_id, int64_t token, char *err, size_t errlen)
+{
+    char job[24], tok[24];
+    i64s(job, job_id);
+    i64s(tok, token);
+    const char *p[2] = { job, tok };
+    return kf_db_cmd(db,
+        "UPDATE jobs SET state = 'queued', lease_deadline = NULL, attempts = attempts - 1 "
+        "WHERE id = $1::bigint AND fencing_token = $2::bigint AND state = 'leased'",
+        2, p, err, errlen);
+}
+
+int kf_queue_reap(kf_db *db, int *requeued, int *exhausted, char *err, size_t errlen)
+{
+    if (requeued) *requeued = 0;
+    if (exhausted) *exhausted = 0;
+    /* One statement: lock the expired leases (skipping rows a result is
+     * being stored for right now), requeue or finish them, and record the
+     * lost attempt as an evaluation owning the expired token. */
+    PGresult *r = kf_db_exec(db,
+        "WITH exp AS ("
+        "  SELECT id FROM jobs WHERE state = 'leased' AND lease_deadline < now()"
+        "  FOR UPDATE SKIP LOCKED),"
+        " upd AS ("
+        "  UPDATE jobs j SET lost = j.lost + 1, lease_deadline = NULL,"
+        "    state = CASE WHEN j.attempts >= j.max_attempts THEN 'done' ELSE 'queued' END,"
+        "    finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() END"
+        "  FROM exp WHERE j.id = exp.id"
+        "  RETURNING j.id, j.candidate_id, j.attempts, j.lost, j.worker_id, j.fencing_token,"
+        "    j.state)"
+        " INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, fencing_token,"
+        "   reported, verdict, detail, is_final)"
+        " SELECT id, candidate_id, attempts, worker_id, fencing_token, false,"
+        "   CASE WHEN state = 'done' THEN 'runtime_error' ELSE 'infra_error' END,"
+        "   CASE WHEN state <> 'done' THEN"
+        "          format('lease expired (worker %s stopped answering)', worker_id)"
+        "        WHEN lost = attempts THEN"
+        "          format('lost %s workers while evaluating (lease expired each time)', lost)"
+        "        ELSE format('lost %s workers while evaluating (lease expired on %s of %s"
+        " attempts, the others ended in infra_error)', lost, lost, attempts) END,"
+        "   state = 'done'"
+        " FROM upd RETURNING job_id, is_final, worker_id, attempt",
+        0, NULL, err, errlen);
+    if (!r) return -1;
+    for (int i = 0; i < PQntuples(r); i++) {
+        int fin = strcmp(PQgetvalue(r, i, 1), "t") == 0;
+        if (fin) {
+            if (exhausted) (*exhausted)++;
+            kf_log("job %s: lease of worker %s expired, attempts exhausted (%s): runtime_error",
+                   PQgetvalue(r, i, 0), PQgetvalue(r, i, 2), PQgetvalue(r, i, 3));
+        } else {
+            if (requeued) (*requeued)++;
+            kf_log("job %s: lease of worker %s expired, requeued (attempt %s)",
+                   PQgetvalue(r, i, 0), PQgetvalue(r, i, 2), PQgetvalue(r, i, 3));
+        }
+    }
+    PQclear(r);
+    return 0;
+}
+
+int kf_queue_register_worker(kf_db *db, const char *worker_id, const char *hostname,
+                             const char *backend, const char *devices_json,
+                             const char *const *classes, int n_classes,
+                             const char *driver_version, const char *toolkit_version,
+                             int slots, char *err, size_t errlen)
+{
+    char *arr = kf_db_text_array(classes, n_classes);
+    char *dev = clean_text(devices_json ? devices_json : "[]", 1u << 20);
+    char *host = clean_text(hostname, 256), *be = clean_text(backend, 32);
+    char *drv = clean_text(driver_version, 128), *tk = clean_text(toolkit_version, 128);
+    char sl[24];
+    i64s(sl, slots > 0 ? slots : 1);
+    int rc = -1;
+    if (!arr || !dev) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    const char *p[8] = { worker_id, host, be, dev, arr, drv, tk, sl };
+    rc = kf_db_cmd(db,
+        "INSERT INTO workers (id, hostname, backend, devices, classes, driver_version,"
+        "  toolkit_version, slots) VALUES ($1, $2, $3, $4::jsonb, $5::text[], $6, $7, $8::int) "
+        "ON CONFLICT (id) DO UPDATE SET hostname = EXCLUDED.hostname,"
+        "  backend = EXCLUDED.backend, devices = EXCLUDED.devices, classes = EXCLUDED.classes,"
+        "  driver_version = EXCLUDED.driver_version, toolkit_version = EXCLUDED.toolkit_version,"
+        "  slots = EXCLUDED.slots, registered = now(), last_seen = now()",
+        8, p, err, errlen);
+out:
+    free(arr);
+    free(dev);
+    free(host);
+    free(be);
+    free(drv);
+    free(tk);
+    return rc;
+}
+
+int kf_queue_set_quarantine(kf_db *db, const char *worker_id, int quarantined,
+                            char *err, size_t errlen)
+{
+    const char *p[2] = { worker_id, quarantined ? "true" : "false" };
+    PGresult *r = kf_db_exec(db,
+        "UPDATE workers SET quarantined = $2::boolean, infra_errors = 0 WHERE id = $1 "
+        "RETURNING id", 2, p, err, errlen);
+    if (!r) return -1;
+    int n = PQntuples(r);
+    PQclear(r);
+    if (n == 0) {
+        snprintf(err, errlen, "no worker '%s'", worker_id);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,117 @@
+/*
+ * queue.h -- the job queue in PostgreSQL (prefix kf_queue_).
+ *
+ * Design. A job is one candidate on one target routing class. Its life:
+ *
+ *   queued --lease--> leased --result--> done            (final evaluation)
+ *                       |  \--result infra_error--> queued (non-final; retried)
+ *                       \--lease expired (reaper)--> queued (non-final "lease expired")
+ *   attempts exhausted (max_attempts leases): done with a final evaluation,
+ *   runtime_error "lost N workers ..." or the last infra_error.
+ *
+ * Leasing is one UPDATE ... WHERE id = (SELECT ... FOR UPDATE SKIP LOCKED
+ * LIMIT 1): concurrent coordinators/connections never hand out the same job
+ * and never wait on each other. Each lease draws a new fencing token from a
+ * fleet-wide sequence; heartbeats and results must carry the current token.
+ * A lease that expires is recorded as an evaluation (reported = false) that
+ * owns its token, so a late result with that token is refused as STALE.
+ *
+ * Exactly-once results: the job row is locked (FOR UPDATE) while a result is
+ * checked and stored; an evaluation already stored for (job, token) makes the
+ * resend a DUPLICATE (acknowledged, nothing stored), and the unique indexes
+ * (job, token) and (job) WHERE is_final back this up in the database itself.
+ *
+ * Workers: every reported infra_error increments the worker's consecutive
+ * counter (any other verdict resets it); at quarantine_after the worker is
+ * quarantined and gets no more jobs until released (kfarm workers).
+ */
+#ifndef KF_QUEUE_H
+#define KF_QUEUE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "db.h"
+
+typedef struct {
+    int lease_ms;           /* lease length, ms (default 30000) */
+    int quarantine_after;   /* consecutive infra_errors before quarantine (default 5) */
+} kf_queue_config;
+
+/* Fill cfg with the defaults. */
+void kf_queue_config_default(kf_queue_config *cfg);
+
+typedef enum {
+    KF_Q_OK = 0,
+    KF_Q_NO_JOB,     /* lease: nothing to do (or worker quarantined: see err) */
+    KF_Q_STALE,      /* heartbeat/result: token not current */
+    KF_Q_DUPLICATE,  /* result already stored for this token */
+    KF_Q_REJECTED,   /* bad request (unknown job, unknown verdict) */
+    KF_Q_ERROR       /* database failure: retry later */
+} kf_queue_status;
+
+typedef struct {
+    int64_t job_id;
+    int64_t fencing_token;
+    int64_t candidate_id;
+    int64_t campaign_id;
+    int64_t seed;            /* input RNG seed (job id unless set) */
+    int attempt;             /* 1-based lease count of this job */
+    char target[128];
+} kf_lease;
+
+/* Lease the oldest queued job of a running campaign whose target is one of
+ * classes[0..n) (n == 0: the classes the worker registered). Also records the
+ * worker as seen. Returns KF_Q_OK with *out filled, KF_Q_NO_JOB (err says
+ * "quarantined" when that is why), or KF_Q_ERROR with reason. */
+kf_queue_status kf_queue_lease(kf_db *db, const kf_queue_config *cfg, const char *worker_id,
+                               const char *const *classes, int n, kf_lease *out,
+                               char *err, size_t errlen);
+
+/* Extend the lease of (job, token) to now + lease_ms. KF_Q_OK, KF_Q_STALE,
+ * or KF_Q_ERROR. */
+kf_queue_status kf_queue_heartbeat(kf_db *db, const kf_queue_config *cfg, const char *worker_id,
+                                   int64_t job_id, int64_t token, char *err, size_t errlen);
+
+/* A worker's report. Strings may be NULL; times in µs, <= 0 or non-finite
+ * means "not measured" (stored as NULL). */
+typedef struct {
+    const char *verdict;       /* kf_verdict name */
+    const char *detail;
+    const char *metrics_json;  /* JSON object; invalid JSON is stored as NULL */
+    const char *compile_log;
+    double candidate_us, baseline_us, speedup;
+} kf_result;
+
+/* Store a result for (job, token) exactly once (see the header comment).
+ * Returns KF_Q_OK (stored), KF_Q_DUPLICATE (already stored: acknowledge),
+ * KF_Q_STALE (token not current / lease lost), KF_Q_REJECTED (unknown job or
+ * verdict) or KF_Q_ERROR (database; nothing stored, the worker retries).
+ * *requeued (optional) is set when an infra_error put the job back. */
+kf_queue_status kf_queue_result(kf_db *db, const kf_queue_config *cfg, const char *worker_id,
+                                int64_t job_id, int64_t token, const kf_result *res,
+                                int *requeued, char *err, size_t errlen);
+
+/* Undo a lease that never reached the worker (the reply could not be built
+ * or sent): back to queued, the attempt not counted. Only if (job, token) is
+ * still the current lease. Returns 0 or -1 with reason. */
+int kf_queue_release(kf_db *db, int64_t job_id, int64_t token, char *err, size_t errlen);
+
+/* Return expired leases to the queue, or finish jobs whose attempts are
+ * exhausted with a final runtime_error. Counts are optional outputs.
+ * Returns 0 or -1 with reason. */
+int kf_queue_reap(kf_db *db, int *requeued, int *exhausted, char *err, size_t errlen);
+
+/* Register (or re-register) a worker. devices_json is a JSON array (NULL:
+ * []). Returns 0 or -1 with reason. */
+int kf_queue_register_worker(kf_db *db, const char *worker_id, const char *hostname,
+                             const char *backend, const char *devices_json,
+                             const char *const *classes, int n_classes,
+                             const char *driver_version, const char *toolkit_version,
+                             int slots, char *err, size_t errlen);
+
+/* Lift (quarantined = 0) or set the quarantine of a worker. Returns 0, or -1
+ * with reason (unknown worker, database). */
+int kf_queue_set_quarantine(kf_db *db, const char *worker_id, int quarantined,
+                            char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,532 @@
+/*
+ * server.c -- nanomsg REP endpoint: authenticate, dedupe, dispatch.
+ * See server.h for the protocol summary.
+ *
+ * Robustness rules: every received message gets exactly one reply (a REP
+ * socket that skips a reply drops the request and the peer waits for its
+ * resend timer), every input is treated as hostile (protobuf-c checks the
+ * structure; strings are checked for length and UTF-8 before they reach the
+ * database), and nothing a peer sends can end the process.
+ */
+#include "server.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nanomsg/nn.h>
+#include <nanomsg/reqrep.h>
+
+#include "kf_util.h"
+#include "log.h"
+
+struct kf_server {
+    int sock;
+    const kf_server_config *cfg;
+    kf_db *db;
+    kf_replay *replay;
+};
+
+kf_server *kf_server_new(const kf_server_config *cfg, kf_db *db, char *err, size_t errlen)
+{
+    if (cfg->n_listen <= 0) {
+        snprintf(err, errlen, "no listen address");
+        return NULL;
+    }
+    kf_server *s = calloc(1, sizeof(*s));
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    s->cfg = cfg;
+    s->db = db;
+    s->sock = nn_socket(AF_SP, NN_REP);
+    if (s->sock < 0) {
+        snprintf(err, errlen, "nn_socket: %s", nn_strerror(nn_errno()));
+        free(s);
+        return NULL;
+    }
+    if (kf_wire_socket_setup(s->sock, 5000, -1, err, errlen) < 0) goto fail;
+    for (int i = 0; i < cfg->n_listen; i++) {
+        if (nn_bind(s->sock, cfg->listen[i]) < 0) {
+            snprintf(err, errlen, "cannot listen on %s: %s", cfg->listen[i],
+                     nn_strerror(nn_errno()));
+            goto fail;
+        }
+    }
+    s->replay = kf_replay_new(cfg->replay_capacity ? cfg->replay_capacity : 16384);
+    if (!s->replay) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    return s;
+fail:
+    nn_close(s->sock);
+    free(s);
+    return NULL;
+}
+
+void kf_server_free(kf_server *s)
+{
+    if (!s) return;
+    nn_close(s->sock);
+    kf_replay_free(s->replay);
+    free(s);
+}
+
+/* A string from the wire is usable as an id / class: 1..maxlen bytes, UTF-8. */
+static int ok_str(const char *v, size_t maxlen)
+{
+    if (!v) return 0;
+    size_t n = strlen(v);
+    return n > 0 && n <= maxlen && kf_db_utf8_valid(v, n);
+}
+
+static int ok_classes(char **c, size_t n)
+{
+    if (n > 64) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!ok_str(c[i], 128)) return 0;
+    return 1;
+}
+
+static void set_detail(Kfarm__Reply *rep, char *buf, size_t cap, const char *msg)
+{
+    snprintf(buf, cap, "%s", msg);
+    kf_db_utf8_sanitize(buf);
+    rep->detail = buf;
+}
+
+/* ---- Register ---- */
+
+static char *devices_json(const Kfarm__Register *m)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < m->n_devices; i++) {
+        const Kfarm__Device *d = m->devices[i];
+        json_t *o = json_object();
+        if (d->name && kf_db_utf8_valid(d->name, strlen(d->name)))
+            json_object_set_new(o, "name", json_string(d->name));
+        if (d->arch && kf_db_utf8_valid(d->arch, strlen(d->arch)))
+            json_object_set_new(o, "arch", json_string(d->arch));
+        if (d->has_sm_count) json_object_set_new(o, "sm_count", json_integer(d->sm_count));
+        if (d->has_memory_bytes)
+            json_object_set_new(o, "memory_bytes", json_integer((json_int_t)d->memory_bytes));
+        if (d->has_bandwidth_gbs) json_object_set_new(o, "bandwidth_gbs", json_real(d->bandwidth_gbs));
+        if (d->has_clock_mhz) json_object_set_new(o, "clock_mhz", json_real(d->clock_mhz));
+        if (d->has_l2_bytes) json_object_set_new(o, "l2_bytes", json_integer((json_int_t)d->l2_bytes));
+        if (d->features && kf_db_utf8_valid(d->features, strlen(d->features)))
+            json_object_set_new(o, "features", json_string(d->features));
+        if (d->has_peak_gflops_f32)
+            json_object_set_new(o, "peak_gflops_f32", json_real(d->peak_gflops_f32));
+        if (d->has_peak_gflops_bf16)
+            json_object_set_new(o, "peak_gflops_bf16", json_real(d->peak_gflops_bf16));
+        json_array_append_new(a, o);
+    }
+    /* json_real of NaN/Inf yields NULL and is skipped by set_new: the dump
+     * is always valid JSON for jsonb. */
+    char *s = json_dumps(a, JSON_COMPACT);
+    json_decref(a);
+    return s;
+}
+
+static void on_register(kf_server *s, const Kfarm__Register *m, Kfarm__Reply *rep, char *dbuf,
+                        size_t dcap)
+{
+    if (!ok_str(m->worker_id, 128) || !ok_classes(m->classes, m->n_classes) ||
+        m->n_devices > 256) {
+        rep->status = KFARM__STATUS__REJECTED;
+        set_detail(rep, dbuf, dcap, "register: bad worker_id, classes or devices");
+        return;
+    }
+    char *dev = devices_json(m);
+    char err[512];
+    int rc = kf_queue_register_worker(s->db, m->worker_id, m->hostname, m->backend, dev,
+                                      (const char *const *)m->classes, (int)m->n_classes,
+                                      m->driver_version, m->toolkit_version,
+                                      m->has_slots ? (int)m->slots : 1, err, sizeof(err));
+    free(dev);
+    if (rc < 0) {
+        kf_log("register %s failed: %s", m->worker_id, err);
+        rep->status = KFARM__STATUS__ERROR;
+        set_detail(rep, dbuf, dcap, err);
+        return;
+    }
+    char cls[512] = "";
+    for (size_t i = 0; i < m->n_classes; i++)
+        snprintf(cls + strlen(cls), sizeof(cls) - strlen(cls), "%s%s", i ? "," : "", m->classes[i]);
+    kf_log("worker %s registered (%s, %s, %zu devices, classes %s)", m->worker_id,
+           m->hostname ? m->hostname : "?", m->backend ? m->backend : "?", m->n_devices, cls);
+    rep->status = KFARM__STATUS__OK;
+}
+
+/* ---- GetJob ---- */
+
+/* Everything a Job reply points into, freed after the reply is sealed. */
+typedef struct {
+    PGresult *r;
+    json_t *files, *defines;
+    Kfarm__Job job;
+    Kfarm__TaskFile *tf;
+    Kfarm__TaskFile **tfp;
+    Kfarm__Define *df;
+    Kfarm__Define **dfp;
+    char **dvals;
+    size_t n_dvals;
+} job_payload;
+
+static void payload_free(job_payload *p)
+{
+    if (p->r) PQclear(p->r);
+    json_decref(p->files);
+    json_decref(p->defines);
+    free(p->tf);
+    free(p->tfp);
+    free(p->df);
+    free(p->dfp);
+    for (size_t i = 0; i < p->n_dvals; i++) free(p->dvals[i]);
+    free(p->dvals);
+    memset(p, 0, sizeof(*p));
+}
+
+/* Fill p->job for lease l. Returns 0 or -1 with reason. */
+static int build_payload(kf_server *s, const kf_lease *l, job_payload *p, char *err,
+                         size_t errlen)
+{
+    char job[24];
+    snprintf(job, sizeof(job), "%lld", (long long)l->job_id);
+    const char *pp[1] = { job };
+    p->r = kf_db_exec(s->db,
+        "SELECT t.name, t.spec_text, t.files::text, k.source, k.defines::text "
+        "FROM jobs j JOIN candidates k ON k.id = j.candidate_id "
+        "JOIN campaigns c ON c.id = j.campaign_id JOIN tasks t ON t.id = c.task_id "
+        "WHERE j.id = $1::bigint", 1, pp, err, errlen);
+    if (!p->r) return -1;
+    if (PQntuples(p->r) != 1) {
+        snprintf(err, errlen, "job %s vanished", job);
+        return -1;
+    }
+    json_error_t je;
+    p->files = json_loads(PQgetvalue(p->r, 0, 2), 0, &je);
+    p->defines = json_loads(PQgetvalue(p->r, 0, 4), 0, &je);
+    if (!json_is_object(p->files) || !json_is_object(p->defines)) {
+        snprintf(err, errlen, "job %s: stored files/defines are not JSON objects", job);
+        return -1;
+    }
+    Kfarm__Job init = KFARM__JOB__INIT;
+    p->job = init;
+    p->job.job_id = (uint64_t)l->job_id;
+    p->job.fencing_token = (uint64_t)l->fencing_token;
+    p->job.candidate_id = (uint64_t)l->candidate_id;
+    p->job.task_name = PQgetvalue(p->r, 0, 0);
+    p->job.task_json = PQgetvalue(p->r, 0, 1);
+    p->job.source.data = (uint8_t *)PQgetvalue(p->r, 0, 3);
+    p->job.source.len = (size_t)PQgetlength(p->r, 0, 3);
+    p->job.lease_ms = (uint32_t)s->cfg->queue.lease_ms;
+    p->job.target = (char *)l->target;
+    p->job.has_seed = 1;
+    p->job.seed = (uint64_t)l->seed;
+
+    size_t nf = json_object_size(p->files), nd = json_object_size(p->defines);
+    p->tf = calloc(nf + 1, sizeof(*p->tf));
+    p->tfp = calloc(nf + 1, sizeof(*p->tfp));
+    p->df = calloc(nd + 1, sizeof(*p->df));
+    p->dfp = calloc(nd + 1, sizeof(*p->dfp));
+    p->dvals = calloc(nd + 1, sizeof(*p->dvals));
+    if (!p->tf || !p->tfp || !p->df || !p->dfp || !p->dvals) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    const char *key;
+    json_t *val;
+    size_t i = 0;
+    json_object_foreach(p->files, key, val) {
+        Kfarm__TaskFile f = KFARM__TASK_FILE__INIT;
+        p->tf[i] = f;
+        p->tf[i].name = (char *)key;
+        p->tf[i].content.data = (uint8_t *)json_string_value(val);
+        p->tf[i].content.len = json_string_length(val);
+        if (!p->tf[i].content.data) p->tf[i].content.data = (uint8_t *)"";
+        p->tfp[i] = &p->tf[i];
+        i++;
+    }
+    p->job.n_task_files = i;
+    p->job.task_files = p->tfp;
+    i = 0;
+    json_object_foreach(p->defines, key, val) {
+        Kfarm__Define d = KFARM__DEFINE__INIT;
+        p->df[i] = d;
+        p->df[i].name = (char *)key;
+        if (json_is_string(val)) p->dvals[i] = strdup(json_string_value(val));
+        else p->dvals[i] = json_dumps(val, JSON_COMPACT | JSON_ENCODE_ANY);
+        p->n_dvals = i + 1;
+        if (!p->dvals[i]) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        p->df[i].value = p->dvals[i];
+        p->dfp[i] = &p->df[i];
+        i++;
+    }
+    p->job.n_defines = i;
+    p->job.defines = p->dfp;
+    return 0;
+}
+
+static void on_get_job(kf_server *s, const Kfarm__GetJob *m, Kfarm__Reply *rep, job_payload *p,
+                       kf_lease *l, char *dbuf, size_t dcap)
+{
+    if (!ok_str(m->worker_id, 128) || !ok_classes(m->classes, m->n_classes)) {
+        rep->status = KFARM__STATUS__REJECTED;
+        set_detail(rep, dbuf, dcap, "get_job: bad worker_id or classes");
+        return;
+    }
+    char err[512];
+    kf_queue_status st = kf_queue_lease(s->db, &s->cfg->queue, m->worker_id,
+                                        (const char *const *)m->classes, (int)m->n_classes, l,
+                                        err, sizeof(err));
+    if (st == KF_Q_NO_JOB) {
+        rep->status = KFARM__STATUS__NO_JOB;
+        set_detail(rep, dbuf, dcap, err);
+        return;
+    }
+    if (st != KF_Q_OK) {
+        kf_log("get_job from %s failed: %s", m->worker_id, err);
+        rep->status = KFARM__STATUS__ERROR;
+        set_detail(rep, dbuf, dcap, err);
+        return;
+    }
+    if (build_payload(s, l, p, err, sizeof(err)) < 0) {
+        char e2[256];
+        kf_log("job %lld: cannot build the job for %s: %s (released)", (long long)l->job_id,
+               m->worker_id, err);
+        kf_queue_release(s->db, l->job_id, l->fencing_token, e2, sizeof(e2));
+        l->job_id = 0;
+        rep->status = KFARM__STATUS__ERROR;
+        set_detail(rep, dbuf, dcap, err);
+        return;
+    }
+    kf_log("job %lld (candidate %lld, %s) leased to %s, token %lld, attempt %d",
+           (long long)l->job_id, (long long)l->candidate_id, l->target, m->worker_id,
+           (long long)l->fencing_token, l->attempt);
+    rep->status = KFARM__STATUS__OK;
+    rep->job = &p->job;
+}
+
+/* ---- Heartbeat ---- */
+
+static void on_heartbeat(kf_server *s, const Kfarm__Heartbeat *m, Kfarm__Reply *rep, char *dbuf,
+                         size_t dcap)
+{
+    if (!ok_str(m->worker_id, 128) || m->job_id > INT64_MAX || m->fencing_token > INT64_MAX) {
+        rep->status = KFARM__STATUS__REJECTED;
+        set_detail(rep, dbuf, dcap, "heartbeat: bad worker_id, job or token");
+        return;
+    }
+    char err[512];
+    kf_queue_status st = kf_queue_heartbeat(s->db, &s->cfg->queue, m->worker_id,
+                                            (int64_t)m->job_id, (int64_t)m->fencing_token,
+                                            err, sizeof(err));
+    if (st == KF_Q_OK) {
+        rep->status = KFARM__STATUS__OK;
+        rep->has_lease_ms = 1;
+        rep->lease_ms = (uint32_t)s->cfg->queue.lease_ms;
+    } else if (st == KF_Q_STALE) {
+        kf_log("heartbeat from %s: %s (told to cancel)", m->worker_id, err);
+        rep->status = KFARM__STATUS__STALE;
+        rep->has_cancel = 1;
+        rep->cancel = 1;
+        set_detail(rep, dbuf, dcap, err);
+    } else {
+        rep->status = KFARM__STATUS__ERROR;
+        set_detail(rep, dbuf, dcap, err);
+    }
+}
+
+/* ---- Result ---- */
+
+static void on_result(kf_server *s, const Kfarm__Result *m, Kfarm__Reply *rep, char *dbuf,
+                      size_t dcap)
+{
+    if (!ok_str(m->worker_id, 128) || m->job_id > INT64_MAX || m->fencing_token > INT64_MAX) {
+        rep->status = KFARM__STATUS__REJECTED;
+        set_detail(rep, dbuf, dcap, "result: bad worker_id, job or token");
+        return;
+    }
+    kf_result r = {
+        .verdict = m->verdict,
+        .detail = m->detail,
+        .metrics_json = m->metrics_json,
+        .compile_log = m->compile_log,
+        .candidate_us = m->has_candidate_us ? m->candidate_us : 0,
+        .baseline_us = m->has_baseline_us ? m->baseline_us : 0,
+        .speedup = m->has_speedup ? m->speedup : 0,
+    };
+    char err[512];
+    int requeued = 0;
+    kf_queue_status st = kf_queue_result(s->db, &s->cfg->queue, m->worker_id,
+                                         (int64_t)m->job_id, (int64_t)m->fencing_token, &r,
+                                         &requeued, err, sizeof(err));
+    switch (st) {
+    case KF_Q_OK:
+        rep->status = KFARM__STATUS__OK;
+        if (r.speedup > 0)
+            kf_log("job %llu: %s from %s, speedup %.3fx (%.2f us vs %.2f us)",
+                   (unsigned long long)m->job_id, m->verdict, m->worker_id, r.speedup,
+                   r.candidate_us, r.baseline_us);
+        else
+            kf_log("job %llu: %s from %s%s%.*s%s", (unsigned long long)m->job_id, m->verdict,
+                   m->worker_id, m->detail && *m->detail ? " (" : "", 160,
+                   m->detail ? m->detail : "", m->detail && *m->detail ? ")" : "");
+        if (requeued) kf_log("job %llu: requeued after infra_error", (unsigned long long)m->job_id);
+        return;
+    case KF_Q_DUPLICATE:
+        kf_log("job %llu: duplicate result from %s acknowledged", (unsigned long long)m->job_id,
+               m->worker_id);
+        rep->status = KFARM__STATUS__DUPLICATE;
+        break;
+    case KF_Q_STALE:
+        kf_log("job %llu: stale result from %s refused: %s", (unsigned long long)m->job_id,
+               m->worker_id, err);
+        rep->status = KFARM__STATUS__STALE;
+        break;
+    case KF_Q_REJECTED:
+        kf_log("job %llu: result from %s rejected: %s", (unsigned long long)m->job_id,
+               m->worker_id, err);
+        rep->status = KFARM__STATUS__REJECTED;
+        break;
+    default:
+        kf_log("job %llu: result from %s not stored: %s", (unsigned long long)m->job_id,
+               m->worker_id, err);
+        rep->status = KFARM__STATUS__ERROR;
+        break;
+    }
+    set_detail(rep, dbuf, dcap, err);
+}
+
+/* ---- the request cycle ---- */
+
+/* Seal rep and send it; remember it under nonce (when given). */
+static void send_reply(kf_server *s, const uint8_t *nonce, Kfarm__Reply *rep)
+{
+    char err[256];
+    size_t n = kfarm__reply__get_packed_size(rep);
+    uint8_t *body = malloc(n ? n : 1);
+    uint8_t *sealed = NULL;
+    size_t slen = 0;
+    if (!body) return;
+    kfarm__reply__pack(rep, body);
+    int rc = kf_wire_seal(s->cfg->key, body, n, &sealed, &slen, err, sizeof(err));
+    free(body);
+    if (rc < 0) {
+        /* Too large (a job whose task outgrew the wire limit): say so. */
+        Kfarm__Reply small = KFARM__REPLY__INIT;
+        small.status = KFARM__STATUS__ERROR;
+        small.detail = err;
+        kf_log("reply not sendable: %s", err);
+        n = kfarm__reply__get_packed_size(&small);
+        body = malloc(n ? n : 1);
+        if (!body) return;
+        kfarm__reply__pack(&small, body);
+        rc = kf_wire_seal(s->cfg->key, body, n, &sealed, &slen, err, sizeof(err));
+        free(body);
+        if (rc < 0) return;
+    }
+    if (nonce) kf_replay_put(s->replay, nonce, sealed, slen);
+    if (nn_send(s->sock, sealed, slen, 0) < 0)
+        kf_log("send failed: %s", nn_strerror(nn_errno()));
+    free(sealed);
+}
+
+static void handle(kf_server *s, const uint8_t *msg, size_t len)
+{
+    char err[512], dbuf[1024];
+    Kfarm__Reply rep = KFARM__REPLY__INIT;
+    Kfarm__Envelope *env = NULL;
+    if (kf_wire_open(s->cfg->key, msg, len, kf_wire_now_ms(), &env, err, sizeof(err)) < 0) {
+        kf_log("rejected message (%zu bytes): %s", len, err);
+        rep.status = KFARM__STATUS__REJECTED;
+        set_detail(&rep, dbuf, sizeof(dbuf), err);
+        send_reply(s, NULL, &rep);
+        return;
+    }
+    const uint8_t *cached;
+    size_t clen;
+    if (kf_replay_get(s->replay, env->nonce.data, &cached, &clen) && cached) {
+        if (nn_send(s->sock, cached, clen, 0) < 0)
+            kf_log("send failed: %s", nn_strerror(nn_errno()));
+        kfarm__envelope__free_unpacked(env, NULL);
+        return;
+    }
+    Kfarm__Request *req = kfarm__request__unpack(NULL, env->body.len, env->body.data);
+    job_payload payload;
+    kf_lease lease;
+    memset(&payload, 0, sizeof(payload));
+    memset(&lease, 0, sizeof(lease));
+    char derr[256];
+    if (!req) {
+        kf_log("rejected request: malformed body (%zu bytes)", env->body.len);
+        rep.status = KFARM__STATUS__REJECTED;
+        set_detail(&rep, dbuf, sizeof(dbuf), "malformed request");
+    } else if (kf_db_ensure(s->db, derr, sizeof(derr)) < 0) {
+        rep.status = KFARM__STATUS__ERROR;
+        set_detail(&rep, dbuf, sizeof(dbuf), derr);
+    } else {
+        switch (req->msg_case) {
+        case KFARM__REQUEST__MSG_REGISTER:
+            on_register(s, req->register_, &rep, dbuf, sizeof(dbuf));
+            break;
+        case KFARM__REQUEST__MSG_GET_JOB:
+            on_get_job(s, req->get_job, &rep, &payload, &lease, dbuf, sizeof(dbuf));
+            break;
+        case KFARM__REQUEST__MSG_HEARTBEAT:
+            on_heartbeat(s, req->heartbeat, &rep, dbuf, sizeof(dbuf));
+            break;
+        case KFARM__REQUEST__MSG_RESULT:
+            on_result(s, req->result, &rep, dbuf, sizeof(dbuf));
+            break;
+        default:
+            rep.status = KFARM__STATUS__REJECTED;
+            set_detail(&rep, dbuf, sizeof(dbuf), "empty or unknown request");
+        }
+    }
+    send_reply(s, env->nonce.data, &rep);
+    payload_free(&payload);
+    if (req) kfarm__request__free_unpacked(req, NULL);
+    kfarm__envelope__free_unpacked(env, NULL);
+}
+
+int kf_server_poll(kf_server *s, int timeout_ms, char *err, size_t errlen)
+{
+    double deadline = kf_util_now_s() + timeout_ms / 1000.0;
+    int handled = 0;
+    for (;;) {
+        int left = (int)((deadline - kf_util_now_s()) * 1000.0);
+        if (left < 0) left = 0;
+        struct nn_pollfd pfd = { .fd = s->sock, .events = NN_POLLIN, .revents = 0 };
+        int rc = nn_poll(&pfd, 1, left);
+        if (rc < 0) {
+            if (nn_errno() == EINTR) return handled;
+            snprintf(err, errlen, "nn_poll: %s", nn_strerror(nn_errno()));
+            return -1;
+        }
+        if (rc == 0) return handled;
+        void *buf = NULL;
+        int n = nn_recv(s->sock, &buf, NN_MSG, NN_DONTWAIT);
+        if (n < 0) {
+            int e = nn_errno();
+            if (e == EAGAIN || e == EINTR) {
+                if (left == 0) return handled;
+                continue;
+            }
+            snprintf(err, errlen, "nn_recv: %s", nn_strerror(e));
+            return -1;
+        }
+        handle(s, buf, (size_t)n);
+        nn_freemsg(buf);
+        handled++;
+        if (left == 0) return handled;
+    }
+}

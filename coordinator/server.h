@@ -1,0 +1,52 @@
+/*
+ * server.h -- the coordinator's nanomsg endpoint (prefix kf_server_).
+ *
+ * Design. One NN_REP socket bound to every --listen address (tcp://, ipc://).
+ * The daemon's main loop calls kf_server_poll with a short timeout, so the
+ * same single thread also runs the reaper, campaign progression and the
+ * periodic export between requests; every request is one short database
+ * transaction, so a single thread serves a large fleet.
+ *
+ * Each request: kf_wire_open (version, HMAC, clock window; failures are
+ * answered REJECTED and logged in one line, never fatal), then the replay
+ * cache by nonce (a nanomsg REQ resend of the same bytes gets the cached
+ * sealed reply, so nothing is processed twice), then dispatch:
+ *   Register  -> upsert the worker (devices, classes)            OK
+ *   GetJob    -> lease a job + its task, source and defines        OK | NO_JOB
+ *   Heartbeat -> extend the lease                                  OK | STALE (cancel)
+ *   Result    -> store exactly once                                OK | DUPLICATE | STALE
+ * Database trouble is answered ERROR (the worker retries later).
+ */
+#ifndef KF_SERVER_H
+#define KF_SERVER_H
+
+#include <stddef.h>
+#include "db.h"
+#include "kf_wire.h"
+#include "queue.h"
+
+#define KF_SERVER_MAX_LISTEN 16
+
+typedef struct {
+    const char *listen[KF_SERVER_MAX_LISTEN]; /* nanomsg addresses */
+    int n_listen;
+    const kf_wire_key *key;                   /* fleet key (kept by the caller) */
+    kf_queue_config queue;                    /* lease length, quarantine */
+    size_t replay_capacity;                   /* nonces remembered; 0: 16384 */
+} kf_server_config;
+
+typedef struct kf_server kf_server;
+
+/* Create the socket and bind every address. Returns the server, or NULL with
+ * a reason (bad address, address in use). cfg and db must outlive it. */
+kf_server *kf_server_new(const kf_server_config *cfg, kf_db *db, char *err, size_t errlen);
+
+/* Serve requests for about timeout_ms milliseconds (returns early when a
+ * signal interrupts the wait). Returns the number of requests handled, or -1
+ * with reason on a socket failure. */
+int kf_server_poll(kf_server *s, int timeout_ms, char *err, size_t errlen);
+
+/* Close the socket and free. NULL is fine. */
+void kf_server_free(kf_server *s);
+
+#endif

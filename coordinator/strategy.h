@@ -1,0 +1,42 @@
+/*
+ * strategy.h -- search strategies behind one small interface (prefix kf_strategy).
+ *
+ * Design. A strategy turns a running campaign's state into new candidates and
+ * jobs. The coordinator calls step() for every running campaign about once a
+ * second (coordinator/campaign.c, kf_campaign_tick); step() reads what it
+ * needs from the database (results so far, its own progress kept in
+ * campaigns.strategy_state), writes candidates and jobs, and says whether it
+ * will ever propose anything more. A step must be idempotent and
+ * transactional: a coordinator killed in the middle of one and restarted
+ * runs the same step again and must end with the same rows, never duplicates
+ * (candidates are unique on (campaign, sha256, defines), jobs on (candidate,
+ * target): insert with ON CONFLICT DO NOTHING and record progress in the same
+ * transaction). Slow work (LLM calls) must not be done while holding the
+ * campaign's row lock.
+ *
+ * Implemented: tune (strategy_tune.c). Next: loop, beam, parallel (LLM).
+ */
+#ifndef KF_STRATEGY_H
+#define KF_STRATEGY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "db.h"
+
+typedef struct kf_strategy {
+    const char *name;
+    /* Advance campaign `campaign_id` (state running). Sets *finished = 1 when
+     * the strategy will propose no more candidates (the campaign is done once
+     * its remaining jobs are). Returns 0, or -1 with reason. */
+    int (*step)(kf_db *db, int64_t campaign_id, int *finished, char *err, size_t errlen);
+} kf_strategy;
+
+/* The strategy called name, or NULL if it is not implemented. */
+const kf_strategy *kf_strategy_find(const char *name);
+
+/* The tune strategy: expand the seed candidate's `// kfarm:tune` variants
+ * (all, or an even sample of max_candidates of them) into candidates with
+ * one job per target, in one transaction. */
+extern const kf_strategy kf_strategy_tune;
+
+#endif
