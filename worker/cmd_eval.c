@@ -1,0 +1,136 @@
+/*
+ * cmd_eval.c -- `kfarm-worker eval`: one local evaluation, no coordinator.
+ *
+ *   kfarm-worker eval TASK_DIR CANDIDATE [--define NAME=V]... [--seed N]
+ *                     [--timeout S] [--quick] [--json] [--work-dir DIR]
+ *                     [--cache-dir DIR]
+ *
+ * Runs kf_eval_run (the same code path as the networked worker) and prints
+ * the result. With --json: one JSON object {"verdict", "detail",
+ * "candidate_us", "baseline_us", "speedup", "metrics", "compile_log"} on
+ * stdout. Without: a `verdict: detail` line, the speedup line when timed,
+ * then the metrics JSON, indented.
+ *
+ * Exit status: 0 whenever a verdict was produced (whatever it is: a failing
+ * candidate is a successful evaluation); 2 with a one-line reason on stderr
+ * for bad usage.
+ */
+#include "kf_eval.h"
+#include "kf_tune.h"
+#include "kf_verdict.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+int kf_worker_cmd_eval(int argc, char **argv);
+
+static int usage(const char *why)
+{
+    fprintf(stderr, "kfarm-worker eval: %s\n", why);
+    fprintf(stderr, "usage: kfarm-worker eval TASK_DIR CANDIDATE [--define NAME=V]... [--seed N] "
+                    "[--timeout S] [--quick] [--json] [--work-dir DIR] [--cache-dir DIR]\n");
+    return 2;
+}
+
+int kf_worker_cmd_eval(int argc, char **argv)
+{
+    kf_eval_req req;
+    memset(&req, 0, sizeof(req));
+    req.seed = 1;
+    req.cache_dir = getenv("KFARM_CACHE_DIR");
+    int json_out = 0, npos = 0;
+    const char *pos[2] = {NULL, NULL};
+    /* argv[0] is "eval" */
+    char defbuf[KF_EVAL_MAX_DEFINES][160];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--json")) {
+            json_out = 1;
+        } else if (!strcmp(a, "--quick")) {
+            req.quick = 1;
+        } else if (!strcmp(a, "--define") || !strcmp(a, "-D")) {
+            if (++i >= argc) return usage("--define needs NAME=VALUE");
+            if (req.n_defines >= KF_EVAL_MAX_DEFINES) return usage("too many --define");
+            if (strlen(argv[i]) >= sizeof(defbuf[0])) return usage("--define too long");
+            char *d = defbuf[req.n_defines];
+            snprintf(d, sizeof(defbuf[0]), "%s", argv[i]);
+            char *eq = strchr(d, '=');
+            if (!eq) return usage("--define needs NAME=VALUE");
+            *eq = 0;
+            if (!kf_tune_valid_name(d)) return usage("--define: NAME must be a C identifier");
+            if (!kf_tune_valid_value(eq + 1)) return usage("--define: VALUE may hold only letters, digits, _ . - +");
+            req.define_names[req.n_defines] = d;
+            req.define_values[req.n_defines] = eq + 1;
+            req.n_defines++;
+        } else if (!strcmp(a, "--seed")) {
+            if (++i >= argc) return usage("--seed needs a number");
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull(argv[i], &end, 0);
+            if (errno || *end || end == argv[i]) return usage("--seed: not a number");
+            req.seed = v;
+        } else if (!strcmp(a, "--timeout")) {
+            if (++i >= argc) return usage("--timeout needs seconds");
+            char *end;
+            double v = strtod(argv[i], &end);
+            if (*end || end == argv[i] || !(v > 0)) return usage("--timeout: positive number of seconds");
+            req.timeout_s = v;
+        } else if (!strcmp(a, "--work-dir")) {
+            if (++i >= argc) return usage("--work-dir needs a folder");
+            req.work_dir = argv[i];
+        } else if (!strcmp(a, "--cache-dir")) {
+            if (++i >= argc) return usage("--cache-dir needs a folder");
+            req.cache_dir = argv[i];
+        } else if (a[0] == '-' && a[1]) {
+            char why[256];
+            snprintf(why, sizeof(why), "unknown option %s", a);
+            return usage(why);
+        } else {
+            if (npos >= 2) return usage("too many arguments");
+            pos[npos++] = a;
+        }
+    }
+    if (npos != 2) return usage("need TASK_DIR and CANDIDATE");
+    req.task_dir = pos[0];
+    req.source_path = pos[1];
+
+    kf_eval_res res;
+    if (kf_eval_run(&req, &res) != 0) {
+        fprintf(stderr, "kfarm-worker eval: %s\n", res.detail);
+        kf_eval_res_free(&res);
+        return 2;
+    }
+    json_t *metrics = json_loads(res.metrics_json ? res.metrics_json : "{}", 0, NULL);
+    if (!metrics) metrics = json_object();
+    if (json_out) {
+        json_t *o = json_object();
+        json_object_set_new(o, "verdict", json_string(kf_verdict_name(res.verdict)));
+        json_object_set_new(o, "detail", json_string(res.detail));
+        json_object_set_new(o, "candidate_us", json_real(res.candidate_us));
+        json_object_set_new(o, "baseline_us", json_real(res.baseline_us));
+        json_object_set_new(o, "speedup", json_real(res.speedup));
+        json_object_set(o, "metrics", metrics);
+        json_object_set_new(o, "compile_log", json_string(res.compile_log ? res.compile_log : ""));
+        char *txt = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+        if (txt) puts(txt);
+        free(txt);
+        json_decref(o);
+    } else {
+        printf("%s: %s\n", kf_verdict_name(res.verdict), res.detail);
+        if (res.speedup > 0)
+            printf("speedup %.3fx (candidate %.2f us, baseline %.2f us; weighted geometric means)\n", res.speedup,
+                   res.candidate_us, res.baseline_us);
+        if (res.verdict == KF_COMPILE_ERROR && res.compile_log && *res.compile_log)
+            printf("--- compile log ---\n%s", res.compile_log);
+        char *txt = json_dumps(metrics, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+        if (txt) printf("%s\n", txt);
+        free(txt);
+    }
+    json_decref(metrics);
+    kf_eval_res_free(&res);
+    return 0;
+}

@@ -1,0 +1,221 @@
+/*
+ * inputs.c -- seeded input generation, poison patterns and the f16/bf16
+ * conversions. See inputs.h for the design.
+ */
+#include "inputs.h"
+
+#include <math.h>
+#include <string.h>
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+void kf_inputs_rng_seed(kf_rng *r, uint64_t seed)
+{
+    uint64_t x = seed;
+    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
+}
+
+static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+uint64_t kf_inputs_rng_next(kf_rng *r)
+{
+    uint64_t *s = r->s;
+    uint64_t result = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+double kf_inputs_rng_uniform(kf_rng *r) { return (double)(kf_inputs_rng_next(r) >> 11) * 0x1.0p-53; }
+
+double kf_inputs_rng_normal(kf_rng *r)
+{
+    double u1 = kf_inputs_rng_uniform(r), u2 = kf_inputs_rng_uniform(r);
+    if (u1 < 1e-300) u1 = 1e-300;
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+uint64_t kf_inputs_derive_seed(uint64_t job_seed, uint64_t shape_index, uint64_t trial,
+                               uint64_t tensor_index)
+{
+    uint64_t x = job_seed;
+    uint64_t h = splitmix64(&x);
+    x = h ^ (shape_index * 0x100000001b3ULL + 0x51);
+    h = splitmix64(&x);
+    x = h ^ (trial * 0xd6e8feb86659fd93ULL + 0x77);
+    h = splitmix64(&x);
+    x = h ^ (tensor_index * 0xa0761d6478bd642fULL + 0x3);
+    return splitmix64(&x);
+}
+
+/* ---- f16 / bf16 ---- */
+
+static uint32_t f2u(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static float u2f(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+uint16_t kf_inputs_f32_to_bf16(float f)
+{
+    uint32_t u = f2u(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u); /* quiet NaN */
+    uint32_t lsb = (u >> 16) & 1u;
+    u += 0x7fffu + lsb; /* round to nearest even; overflows to Inf correctly */
+    return (uint16_t)(u >> 16);
+}
+
+float kf_inputs_bf16_to_f32(uint16_t b) { return u2f((uint32_t)b << 16); }
+
+uint16_t kf_inputs_f32_to_f16(float f)
+{
+    uint32_t u = f2u(f);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) return sign | 0x7e00u;             /* NaN */
+    if (a >= 0x477ff000u) return sign | 0x7c00u;            /* >= 65520 rounds to Inf */
+    if (a < 0x38800000u) {                                  /* below the smallest normal 2^-14 */
+        if (a < 0x33000000u) return sign;                   /* < 2^-25: rounds to zero */
+        /* subnormal: result = value / 2^-24 = m * 2^(e - 126), m the 24-bit
+         * significand; e in [102, 112] so the shift is 14..24. */
+        uint32_t e = a >> 23, m = (a & 0x7fffffu) | 0x800000u;
+        uint32_t drop = 126u - e;
+        uint32_t q = m >> drop, rem = m & ((1u << drop) - 1u), half = 1u << (drop - 1);
+        if (rem > half || (rem == half && (q & 1u))) q++;
+        return sign | (uint16_t)q;
+    }
+    /* normal: rebias exponent 127 -> 15, round mantissa 23 -> 10 bits */
+    uint32_t r = a - 0x38000000u; /* exponent - 112 */
+    uint32_t q = r >> 13, rem = r & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (q & 1u))) q++;
+    return sign | (uint16_t)q;
+}
+
+float kf_inputs_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0) {
+        if (m == 0) return u2f(sign);
+        float v = (float)m * 0x1.0p-24f;
+        return sign ? -v : v;
+    }
+    if (e == 31) return u2f(sign | 0x7f800000u | (m << 13));
+    return u2f(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+/* ---- elements ---- */
+
+double kf_inputs_get(const void *buf, int dtype, int64_t i)
+{
+    switch (dtype) {
+    case KF_F32: return ((const float *)buf)[i];
+    case KF_F16: return kf_inputs_f16_to_f32(((const uint16_t *)buf)[i]);
+    case KF_BF16: return kf_inputs_bf16_to_f32(((const uint16_t *)buf)[i]);
+    case KF_I32: return ((const int32_t *)buf)[i];
+    case KF_F64: return ((const double *)buf)[i];
+    }
+    return NAN;
+}
+
+void kf_inputs_set(void *buf, int dtype, int64_t i, double v)
+{
+    switch (dtype) {
+    case KF_F32: ((float *)buf)[i] = (float)v; break;
+    case KF_F16: ((uint16_t *)buf)[i] = kf_inputs_f32_to_f16((float)v); break;
+    case KF_BF16: ((uint16_t *)buf)[i] = kf_inputs_f32_to_bf16((float)v); break;
+    case KF_I32: {
+        double r = nearbyint(v);
+        if (!(r == r)) r = 0;
+        if (r > 2147483647.0) r = 2147483647.0;
+        if (r < -2147483648.0) r = -2147483648.0;
+        ((int32_t *)buf)[i] = (int32_t)r;
+        break;
+    }
+    case KF_F64: ((double *)buf)[i] = v; break;
+    }
+}
+
+static double draw(kf_rng *r, const kf_tensor_spec *ts)
+{
+    if (ts->dist == KF_DIST_UNIFORM) return ts->p0 + (ts->p1 - ts->p0) * kf_inputs_rng_uniform(r);
+    return ts->p0 + ts->p1 * kf_inputs_rng_normal(r);
+}
+
+void kf_inputs_fill(void *buf, int dtype, int64_t n, const kf_tensor_spec *ts, uint64_t seed)
+{
+    kf_rng r;
+    kf_inputs_rng_seed(&r, seed);
+    /* Special values replace a fraction of elements; the threshold compares
+     * against 53 random bits so tiny fractions (1e-6) still work. */
+    uint64_t thresh = 0;
+    if (ts->n_special > 0 && ts->special_fraction > 0)
+        thresh = (uint64_t)(ts->special_fraction * 9007199254740992.0); /* 2^53 */
+    for (int64_t i = 0; i < n; i++) {
+        double v = draw(&r, ts);
+        if (thresh && (kf_inputs_rng_next(&r) >> 11) < thresh)
+            v = ts->special[kf_inputs_rng_next(&r) % (uint64_t)ts->n_special];
+        kf_inputs_set(buf, dtype, i, v);
+    }
+}
+
+void kf_inputs_perturb(void *buf, int dtype, int64_t n, const kf_tensor_spec *ts, uint64_t seed,
+                       int k)
+{
+    if (n <= 0) return;
+    kf_rng r;
+    kf_inputs_rng_seed(&r, seed);
+    kf_inputs_set(buf, dtype, 0, draw(&r, ts));
+    kf_inputs_set(buf, dtype, n - 1, draw(&r, ts));
+    for (int j = 0; j < k; j++) {
+        int64_t i = (int64_t)(kf_inputs_rng_next(&r) % (uint64_t)n);
+        kf_inputs_set(buf, dtype, i, draw(&r, ts));
+    }
+}
+
+void kf_inputs_poison(void *buf, int dtype, int64_t n)
+{
+    if (dtype == KF_I32) {
+        int32_t *p = buf;
+        for (int64_t i = 0; i < n; i++) p[i] = KF_INPUTS_I32_POISON;
+        return;
+    }
+    memset(buf, 0xff, (size_t)n * kf_dtype_size(dtype));
+}
+
+int kf_inputs_is_poison(const void *buf, int dtype, int64_t i)
+{
+    switch (dtype) {
+    case KF_F32: case KF_I32: {
+        uint32_t u;
+        memcpy(&u, (const char *)buf + 4 * i, 4);
+        return dtype == KF_I32 ? u == (uint32_t)KF_INPUTS_I32_POISON : u == 0xffffffffu;
+    }
+    case KF_F16: case KF_BF16: return ((const uint16_t *)buf)[i] == 0xffffu;
+    case KF_F64: {
+        uint64_t u;
+        memcpy(&u, (const char *)buf + 8 * i, 8);
+        return u == ~0ULL;
+    }
+    }
+    return 0;
+}

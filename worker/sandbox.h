@@ -1,0 +1,99 @@
+/*
+ * sandbox.h -- run a function in a sandboxed child process (prefix kf_sandbox_).
+ *
+ * Everything that executes code we did not write -- the compiler on
+ * candidate source, the candidate's shared object -- runs through
+ * kf_sandbox_run: fork a child, confine it, call a callback there, and come
+ * back with what the callback reported or how the child died. The worker
+ * never dies because of a candidate: a crash, exit(), hang or flood of output
+ * in the child is just a field of kf_sandbox_res.
+ *
+ * The child: own process group (the whole group is killed on expiry), dies
+ * with the parent (PR_SET_PDEATHSIG), no core dumps, RLIMIT_FSIZE cap,
+ * default signal dispositions, stdin from /dev/null, stdout+stderr into a
+ * pipe the parent reads and caps, every other inherited descriptor closed,
+ * environment scrubbed to an allow-list (PATH, HOME and TMPDIR = scratch,
+ * LANG=C, OMP_WAIT_POLICY=passive, OMP_NUM_THREADS if set: no tokens or keys
+ * reach candidate code), cwd = the scratch directory. Best effort where the
+ * host allows it: a fresh network namespace (no network) and a Landlock
+ * ruleset that allows writing only under the scratch directory (plus
+ * `write_dirs` and /dev/null), so a candidate cannot tamper with the compile
+ * cache or the worker's files. The child reports which of these took effect
+ * on the first line of the report stream; the parent strips that line and
+ * returns the flags.
+ *
+ * The report stream is descriptor KF_SANDBOX_REPORT_FD in the child: the
+ * callback writes whatever protocol its caller wants there (the harness
+ * writes progress lines and one final JSON record). The parent keeps reading
+ * it while the child runs, so large reports never block the child.
+ *
+ * Written for reuse: the CUDA backend runs its harness through the same call.
+ */
+#ifndef KF_SANDBOX_H
+#define KF_SANDBOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define KF_SANDBOX_REPORT_FD 3
+
+typedef enum {
+    KF_SANDBOX_EXITED = 0,  /* the child exited by itself: see exit_status */
+    KF_SANDBOX_SIGNALED,    /* killed by a signal it caused (SIGSEGV, SIGABRT, ...) */
+    KF_SANDBOX_TIMEOUT,     /* wall-clock limit reached; the process group was killed */
+    KF_SANDBOX_CANCELLED,   /* tick() asked to stop; the process group was killed */
+    KF_SANDBOX_FAILED       /* could not run the child at all (pipe/fork): the worker's fault */
+} kf_sandbox_how;
+
+/* The child's body. report_fd is where to write the report; the return value
+ * becomes the child's exit status (0..255). Runs after confinement. */
+typedef int (*kf_sandbox_fn)(void *arg, int report_fd);
+
+typedef struct {
+    const char *scratch_dir;        /* existing directory: cwd, HOME, TMPDIR of the child */
+    double timeout_s;               /* wall-clock limit (> 0) */
+    uint64_t fsize_limit;           /* RLIMIT_FSIZE in bytes; 0 = 64 MiB */
+    size_t output_cap;              /* stdout+stderr bytes kept; 0 = 64 KiB */
+    size_t report_cap;              /* report bytes kept; 0 = 8 MiB */
+    const char *const *write_dirs;  /* NULL-terminated extra writable dirs, or NULL */
+    int no_isolation;               /* 1: skip network namespace and Landlock (tests) */
+    int (*tick)(void *arg);         /* called ~once a second; non-zero = cancel */
+    void *tick_arg;
+    kf_sandbox_fn fn;
+    void *arg;
+} kf_sandbox_req;
+
+typedef struct {
+    kf_sandbox_how how;
+    int exit_status;                /* EXITED: the status */
+    int signal;                     /* SIGNALED: the signal number */
+    char *report;                   /* what fn wrote to report_fd (malloc'ed, NUL-terminated) */
+    size_t report_len;
+    int report_truncated;           /* report exceeded report_cap */
+    char *output;                   /* captured stdout+stderr (malloc'ed, NUL-terminated) */
+    size_t output_len;
+    int output_truncated;
+    double wall_s;                  /* seconds from fork to reaping */
+    int landlocked;                 /* writes confined to scratch (Landlock active) */
+    int net_isolated;               /* in its own network namespace */
+    char err[256];                  /* FAILED: why */
+} kf_sandbox_res;
+
+/* Run req->fn in a confined child and wait for it (see above). Returns 0 and
+ * fills *res for every outcome of the child, or -1 (res->how = FAILED, res->err
+ * says why) when the child could not be started. Free with kf_sandbox_res_free. */
+int kf_sandbox_run(const kf_sandbox_req *req, kf_sandbox_res *res);
+
+void kf_sandbox_res_free(kf_sandbox_res *res);
+
+/* Write all of buf to fd, retrying on EINTR/short writes. 0 or -1. For use
+ * by callbacks writing their report. */
+int kf_sandbox_write_all(int fd, const void *buf, size_t len);
+
+/* Child-side helper for callbacks that exec a program (the compiler):
+ * execvp(argv[0], argv) and, if that fails, write "exec failed: <errno text>"
+ * to stderr and return 127 (ENOENT) or 126 (other) for the child to exit with.
+ * Never returns on success. */
+int kf_sandbox_exec(char *const argv[]);
+
+#endif
