@@ -1,0 +1,344 @@
+/*
+ * test_queue.c -- job queue and campaign semantics against a real PostgreSQL.
+ *
+ * Needs the ctest `db` fixture (tools/devdb start with $KFARM_DEVDB_DIR) and
+ * creates its own database with `tools/devdb createdb kft_queue`. Covers:
+ * migrations re-runnable; tune expansion (budget sample, idempotent, re-run
+ * after a simulated crash between insert and bookkeeping); SKIP LOCKED gives
+ * distinct jobs to two connections without blocking; heartbeats with stale
+ * tokens refused; a result stored exactly once (resend = DUPLICATE); stale
+ * result after re-lease refused; expired lease re-queued and recorded;
+ * exhausted attempts end as a runtime_error verdict; infra_error requeues and
+ * quarantines; hostile inputs (bad verdict, invalid JSON, invalid UTF-8);
+ * campaign done once every job is.
+ * Prints "N passed, M failed"; exit status 1 on any failure.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "campaign.h"
+#include "db.h"
+#include "queue.h"
+#include "strategy.h"
+
+static int g_pass, g_fail;
+
+#define CHECK(cond, ...)                                                          \
+    do {                                                                          \
+        if (cond) {                                                               \
+            g_pass++;                                                             \
+        } else {                                                                  \
+            g_fail++;                                                             \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);       \
+            fprintf(stderr, __VA_ARGS__);                                         \
+            fputc('\n', stderr);                                                  \
+        }                                                                         \
+    } while (0)
+
+static const char *src_dir(void)
+{
+    const char *s = getenv("KFARM_SRC");
+    return s && *s ? s : KFARM_SOURCE_DIR;
+}
+
+/* Create a fresh database with tools/devdb; returns its conninfo (static). */
+static const char *fresh_db(const char *name, char *out, size_t cap)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof(cmd), "'%s/tools/devdb' createdb %s 2>/dev/null", src_dir(), name);
+    FILE *p = popen(cmd, "r");
+    if (!p) return NULL;
+    if (!fgets(out, (int)cap, p)) out[0] = 0;
+    int rc = pclose(p);
+    out[strcspn(out, "\n")] = 0;
+    return rc == 0 && out[0] ? out : NULL;
+}
+
+/* First column of the first row of a query as a number (-1 on error). */
+static long long q1(kf_db *db, const char *sql)
+{
+    char err[512];
+    PGresult *r = kf_db_exec(db, sql, 0, NULL, err, sizeof(err));
+    if (!r) {
+        fprintf(stderr, "query failed: %s: %s\n", sql, err);
+        return -1;
+    }
+    long long v = PQntuples(r) ? kf_db_i64(r, 0, 0, -1) : -1;
+    PQclear(r);
+    return v;
+}
+
+static void exec_ok(kf_db *db, const char *sql)
+{
+    char err[512];
+    if (kf_db_cmd(db, sql, 0, NULL, err, sizeof(err)) < 0)
+        fprintf(stderr, "statement failed: %s: %s\n", sql, err);
+}
+
+static kf_result res_ok(void)
+{
+    kf_result r = { .verdict = "ok", .detail = "passed", .metrics_json = "{\"cv\": 0.01}",
+                    .compile_log = "", .candidate_us = 10, .baseline_us = 20, .speedup = 2 };
+    return r;
+}
+
+/* Make every leased job's lease expire now. */
+static void expire_all(kf_db *db)
+{
+    exec_ok(db, "UPDATE jobs SET lease_deadline = now() - interval '1 second' WHERE state = 'leased'");
+}
+
+int main(void)
+{
+    char conninfo[1024], err[1024];
+    if (!fresh_db("kft_queue", conninfo, sizeof(conninfo))) {
+        fprintf(stderr, "cannot create a database: is the devdb cluster running "
+                        "(KFARM_DEVDB_DIR=%s)?\n", getenv("KFARM_DEVDB_DIR") ? getenv("KFARM_DEVDB_DIR") : "");
+        printf("0 passed, 1 failed\n");
+        return 1;
+    }
+    kf_db *db = kf_db_open(conninfo, err, sizeof(err));
+    kf_db *db2 = kf_db_open(conninfo, err, sizeof(err));
+    if (!db || !db2) {
+        fprintf(stderr, "%s\n", err);
+        printf("0 passed, 1 failed\n");
+        return 1;
+    }
+
+    /* ---- migrations ---- */
+    int applied = -1;
+    CHECK(kf_db_migrate(db, &applied, err, sizeof(err)) == 0, "%s", err);
+    CHECK(applied >= 1, "first migrate applied %d", applied);
+    int v1 = kf_db_schema_version(db, err, sizeof(err));
+    CHECK(kf_db_migrate(db2, &applied, err, sizeof(err)) == 0, "%s", err);
+    CHECK(applied == 0, "second migrate applied %d", applied);
+    CHECK(kf_db_schema_version(db, err, sizeof(err)) == v1, "version changed");
+    CHECK(q1(db, "SELECT count(*) FROM schema_version") == v1, "one row per migration");
+
+    kf_queue_config qc;
+    kf_queue_config_default(&qc);
+    qc.quarantine_after = 3;
+
+    /* ---- campaign creation and tune expansion ---- */
+    char task[4096];
+    snprintf(task, sizeof(task), "%s/tests/tasks/farm_axpy_f32", src_dir());
+    kf_campaign_spec spec;
+    memset(&spec, 0, sizeof(spec));
+    spec.name = "q1";
+    spec.task_dir = task;
+    int64_t cid = 0;
+    CHECK(kf_campaign_create(db, &spec, &cid, err, sizeof(err)) == 0, "%s", err);
+    CHECK(kf_campaign_create(db, &spec, NULL, err, sizeof(err)) < 0 && strstr(err, "exists"),
+          "duplicate name: %s", err);
+    spec.name = "q-bad";
+    spec.task_dir = "/nonexistent/task";
+    CHECK(kf_campaign_create(db, &spec, NULL, err, sizeof(err)) < 0, "bad task accepted");
+    spec.task_dir = task;
+    spec.strategy = "annealing";
+    CHECK(kf_campaign_create(db, &spec, NULL, err, sizeof(err)) < 0, "unknown strategy accepted");
+    spec.strategy = NULL;
+
+    int done = 0;
+    CHECK(kf_campaign_step(db, cid, &done, err, sizeof(err)) == 0, "%s", err);
+    CHECK(q1(db, "SELECT count(*) FROM jobs") == 0, "created campaign must not expand");
+    CHECK(kf_campaign_start(db, "q1", err, sizeof(err)) == 0, "%s", err);
+    CHECK(kf_campaign_step(db, cid, &done, err, sizeof(err)) == 0, "%s", err);
+    CHECK(q1(db, "SELECT count(*) FROM candidates WHERE proposer = 'tune'") == 8, "8 variants");
+    CHECK(q1(db, "SELECT count(*) FROM jobs") == 8, "8 jobs");
+    CHECK(q1(db, "SELECT count(DISTINCT defines) FROM candidates WHERE proposer = 'tune'") == 8,
+          "distinct defines");
+    CHECK(q1(db, "SELECT count(*) FROM candidates k JOIN candidates s ON s.id = k.parent_id "
+                 "WHERE k.proposer = 'tune' AND s.proposer = 'seed'") == 8, "parent = seed");
+    CHECK(!done, "campaign not done with queued jobs");
+    /* Idempotent: step again, and again after "crashing" before the
+     * bookkeeping (strategy_state reset). */
+    CHECK(kf_campaign_step(db, cid, &done, err, sizeof(err)) == 0, "%s", err);
+    exec_ok(db, "UPDATE campaigns SET strategy_state = '{}'");
+    CHECK(kf_strategy_tune.step(db, cid, &done, err, sizeof(err)) == 0, "%s", err);
+    CHECK(q1(db, "SELECT count(*) FROM candidates WHERE proposer = 'tune'") == 8,
+          "re-expansion made duplicates");
+    CHECK(q1(db, "SELECT count(*) FROM jobs") == 8, "re-expansion made duplicate jobs");
+
+    /* Budget: an even sample of the variants. */
+    spec.name = "q-budget";
+    spec.max_candidates = 3;
+    int64_t bid = 0;
+    CHECK(kf_campaign_create(db, &spec, &bid, err, sizeof(err)) == 0, "%s", err);
+    CHECK(kf_campaign_start(db, "q-budget", err, sizeof(err)) == 0, "%s", err);
+    CHECK(kf_campaign_step(db, bid, &done, err, sizeof(err)) == 0, "%s", err);
+    char sql[1024];
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM candidates WHERE campaign_id = %lld "
+             "AND proposer = 'tune'", (long long)bid);
+    CHECK(q1(db, sql) == 3, "budget of 3 gave %lld", q1(db, sql));
+    snprintf(sql, sizeof(sql), "SELECT count(DISTINCT defines->>'DELAY_MS') FROM candidates "
+             "WHERE campaign_id = %lld AND proposer = 'tune'", (long long)bid);
+    CHECK(q1(db, sql) >= 2, "sample should vary the slow-varying tunable too");
+    CHECK(kf_campaign_pause(db, "q-budget", err, sizeof(err)) == 0, "%s", err);
+
+    /* ---- leases: SKIP LOCKED, distinct jobs to two connections ---- */
+    const char *cls[1] = { "cpu" };
+    kf_lease la, lb, lc;
+    CHECK(kf_db_begin(db, err, sizeof(err)) == 0, "%s", err);
+    CHECK(kf_queue_lease(db, &qc, "wA", cls, 1, &la, err, sizeof(err)) == KF_Q_OK, "%s", err);
+    /* db holds job la locked in an open transaction: db2 must skip it. */
+    CHECK(kf_queue_lease(db2, &qc, "wB", cls, 1, &lb, err, sizeof(err)) == KF_Q_OK, "%s", err);
+    CHECK(kf_db_commit(db, err, sizeof(err)) == 0, "%s", err);
+    CHECK(la.job_id != lb.job_id, "same job %lld leased twice", (long long)la.job_id);
+    CHECK(la.fencing_token != lb.fencing_token, "tokens must differ");
+    CHECK(la.attempt == 1 && lb.attempt == 1, "first attempts");
+    CHECK(la.seed == la.job_id, "seed = job id");
+    const char *gpu[1] = { "sm_90" };
+    CHECK(kf_queue_lease(db, &qc, "wG", gpu, 1, &lc, err, sizeof(err)) == KF_Q_NO_JOB,
+          "a gpu worker must not get cpu jobs");
+    /* Paused campaign jobs are not handed out: q-budget has 3 queued. */
+    CHECK(q1(db, "SELECT count(*) FROM jobs WHERE state = 'queued'") == 6 + 3, "queued count");
+
+    /* ---- heartbeat ---- */
+    CHECK(kf_queue_heartbeat(db, &qc, "wA", la.job_id, la.fencing_token, err, sizeof(err)) == KF_Q_OK,
+          "%s", err);
+    CHECK(kf_queue_heartbeat(db, &qc, "wA", la.job_id, lb.fencing_token, err, sizeof(err)) == KF_Q_STALE,
+          "wrong token heartbeat");
+
+    /* ---- result exactly once ---- */
+    kf_result ok = res_ok();
+    CHECK(kf_queue_result(db, &qc, "wA", la.job_id, la.fencing_token, &ok, NULL, err, sizeof(err)) == KF_Q_OK,
+          "%s", err);
+    CHECK(kf_queue_result(db, &qc, "wA", la.job_id, la.fencing_token, &ok, NULL, err, sizeof(err)) ==
+          KF_Q_DUPLICATE, "resend must be DUPLICATE: %s", err);
+    CHECK(kf_queue_result(db2, &qc, "wA", la.job_id, la.fencing_token, &ok, NULL, err, sizeof(err)) ==
+          KF_Q_DUPLICATE, "resend on another connection: %s", err);
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM evaluations WHERE job_id = %lld",
+             (long long)la.job_id);
+    CHECK(q1(db, sql) == 1, "stored once");
+    snprintf(sql, sizeof(sql), "SELECT (state = 'done')::int FROM jobs WHERE id = %lld",
+             (long long)la.job_id);
+    CHECK(q1(db, sql) == 1, "job done");
+    CHECK(kf_queue_heartbeat(db, &qc, "wA", la.job_id, la.fencing_token, err, sizeof(err)) == KF_Q_STALE,
+          "heartbeat after done must be STALE");
+    CHECK(q1(db, "SELECT jobs_done FROM workers WHERE id = 'wA'") == 1, "jobs_done counted");
+
+    /* ---- expiry: requeue, stale result after re-lease ---- */
+    expire_all(db); /* lb expires */
+    int rq = 0, ex = 0;
+    CHECK(kf_queue_reap(db, &rq, &ex, err, sizeof(err)) == 0, "%s", err);
+    CHECK(rq == 1 && ex == 0, "reap requeued %d exhausted %d", rq, ex);
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM evaluations WHERE job_id = %lld AND "
+             "NOT is_final AND verdict = 'infra_error' AND NOT reported", (long long)lb.job_id);
+    CHECK(q1(db, sql) == 1, "lost lease recorded as an attempt");
+    kf_lease lb2;
+    CHECK(kf_queue_lease(db2, &qc, "wC", cls, 1, &lb2, err, sizeof(err)) == KF_Q_OK, "%s", err);
+    CHECK(lb2.job_id == lb.job_id && lb2.attempt == 2, "requeued job re-leased (job %lld attempt %d)",
+          (long long)lb2.job_id, lb2.attempt);
+    CHECK(kf_queue_result(db, &qc, "wB", lb.job_id, lb.fencing_token, &ok, NULL, err, sizeof(err)) ==
+          KF_Q_STALE, "late result with the expired token must be STALE");
+    CHECK(kf_queue_heartbeat(db, &qc, "wB", lb.job_id, lb.fencing_token, err, sizeof(err)) == KF_Q_STALE,
+          "heartbeat with expired token");
+    CHECK(kf_queue_result(db, &qc, "wC", lb2.job_id, lb2.fencing_token, &ok, NULL, err, sizeof(err)) ==
+          KF_Q_OK, "%s", err);
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM evaluations WHERE job_id = %lld AND is_final",
+             (long long)lb.job_id);
+    CHECK(q1(db, sql) == 1, "one final evaluation");
+
+    /* ---- exhausted attempts end as a verdict ---- */
+    kf_lease lx;
+    int64_t xjob = 0;
+    for (int i = 0; i < 3; i++) {
+        CHECK(kf_queue_lease(db, &qc, "wDie", cls, 1, &lx, err, sizeof(err)) == KF_Q_OK, "%s", err);
+        if (i == 0) xjob = lx.job_id;
+        CHECK(lx.job_id == xjob, "same job re-leased (%lld vs %lld)", (long long)lx.job_id,
+              (long long)xjob);
+        expire_all(db);
+        CHECK(kf_queue_reap(db, &rq, &ex, err, sizeof(err)) == 0, "%s", err);
+    }
+    CHECK(ex == 1, "third expiry exhausts (exhausted %d)", ex);
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM evaluations WHERE job_id = %lld AND is_final "
+             "AND verdict = 'runtime_error' AND detail LIKE 'lost 3 workers while evaluating%%'",
+             (long long)xjob);
+    CHECK(q1(db, sql) == 1, "final runtime_error 'lost 3 workers'");
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM evaluations WHERE job_id = %lld", (long long)xjob);
+    CHECK(q1(db, sql) == 3, "every attempt kept (%lld)", q1(db, sql));
+    CHECK(kf_queue_lease(db, &qc, "wDie", cls, 1, &lx, err, sizeof(err)) == KF_Q_OK &&
+          lx.job_id != xjob, "exhausted job not leased again");
+
+    /* ---- infra_error: requeue, quarantine ---- */
+    kf_result infra = { .verdict = "infra_error", .detail = "nvcc missing" };
+    int requeued = 0;
+    CHECK(kf_queue_result(db, &qc, "wDie", lx.job_id, lx.fencing_token, &infra, &requeued, err,
+                          sizeof(err)) == KF_Q_OK, "%s", err);
+    CHECK(requeued, "infra_error requeues");
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM evaluations WHERE job_id = %lld AND NOT is_final "
+             "AND verdict = 'infra_error'", (long long)lx.job_id);
+    CHECK(q1(db, sql) == 1, "infra_error kept as a non-final attempt");
+    CHECK(kf_queue_result(db, &qc, "wDie", lx.job_id, lx.fencing_token, &infra, &requeued, err,
+                          sizeof(err)) == KF_Q_DUPLICATE, "infra_error resend is DUPLICATE");
+    for (int i = 0; i < 2; i++) {
+        kf_lease li;
+        CHECK(kf_queue_lease(db, &qc, "wBad", cls, 1, &li, err, sizeof(err)) == KF_Q_OK, "%s", err);
+        CHECK(kf_queue_result(db, &qc, "wBad", li.job_id, li.fencing_token, &infra, NULL, err,
+                              sizeof(err)) == KF_Q_OK, "%s", err);
+    }
+    kf_lease li;
+    CHECK(kf_queue_lease(db, &qc, "wBad", cls, 1, &li, err, sizeof(err)) == KF_Q_OK, "%s", err);
+    CHECK(kf_queue_result(db, &qc, "wBad", li.job_id, li.fencing_token, &infra, NULL, err,
+                          sizeof(err)) == KF_Q_OK, "%s", err);
+    CHECK(q1(db, "SELECT quarantined::int FROM workers WHERE id = 'wBad'") == 1,
+          "3 consecutive infra_errors quarantine");
+    CHECK(kf_queue_lease(db, &qc, "wBad", cls, 1, &li, err, sizeof(err)) == KF_Q_NO_JOB &&
+          strstr(err, "quarantined"), "quarantined worker gets no job: %s", err);
+    CHECK(kf_queue_set_quarantine(db, "wBad", 0, err, sizeof(err)) == 0, "%s", err);
+    CHECK(kf_queue_set_quarantine(db, "nobody", 0, err, sizeof(err)) < 0, "unknown worker");
+
+    /* ---- hostile results ---- */
+    kf_lease lh;
+    CHECK(kf_queue_lease(db, &qc, "wH", cls, 1, &lh, err, sizeof(err)) == KF_Q_OK, "%s", err);
+    kf_result bad = res_ok();
+    bad.verdict = "excellent";
+    CHECK(kf_queue_result(db, &qc, "wH", lh.job_id, lh.fencing_token, &bad, NULL, err, sizeof(err)) ==
+          KF_Q_REJECTED, "unknown verdict");
+    CHECK(kf_queue_result(db, &qc, "wH", 999999, 1, &bad, NULL, err, sizeof(err)) == KF_Q_REJECTED,
+          "unknown job");
+    bad = res_ok();
+    bad.verdict = "incorrect";
+    bad.metrics_json = "{not json";
+    bad.detail = "bad byte \xff\xfe here";
+    bad.compile_log = "\xc3\x28 log";
+    bad.speedup = 0.0 / 0.0;
+    CHECK(kf_queue_result(db, &qc, "wH", lh.job_id, lh.fencing_token, &bad, NULL, err, sizeof(err)) ==
+          KF_Q_OK, "hostile strings must be stored sanitized: %s", err);
+    snprintf(sql, sizeof(sql), "SELECT (metrics IS NULL AND speedup IS NULL AND detail LIKE "
+             "'bad byte%%')::int FROM evaluations WHERE job_id = %lld AND is_final", (long long)lh.job_id);
+    CHECK(q1(db, sql) == 1, "sanitized row");
+
+    /* ---- finish the campaign ---- */
+    for (;;) {
+        kf_lease l;
+        kf_queue_status st = kf_queue_lease(db, &qc, "wZ", cls, 1, &l, err, sizeof(err));
+        if (st != KF_Q_OK) break;
+        CHECK(kf_queue_result(db, &qc, "wZ", l.job_id, l.fencing_token, &ok, NULL, err, sizeof(err)) ==
+              KF_Q_OK, "%s", err);
+    }
+    CHECK(kf_campaign_tick(db, err, sizeof(err)) == 0, "%s", err);
+    CHECK(q1(db, "SELECT count(*) FROM campaigns WHERE name = 'q1' AND state = 'done'") == 1,
+          "campaign done when every job is");
+    CHECK(q1(db, "SELECT count(*) FROM jobs j WHERE j.campaign_id = 1 AND (SELECT count(*) FROM "
+                 "evaluations e WHERE e.job_id = j.id AND e.is_final) <> 1") == 0,
+          "one final evaluation per job");
+    CHECK(kf_campaign_start(db, "q1", err, sizeof(err)) < 0, "a done campaign cannot restart");
+
+    /* ---- the database enforces one final evaluation per job ---- */
+    snprintf(sql, sizeof(sql), "INSERT INTO evaluations (job_id, candidate_id, attempt, verdict, "
+             "is_final) SELECT id, candidate_id, 9, 'ok', true FROM jobs WHERE id = %lld",
+             (long long)la.job_id);
+    CHECK(kf_db_cmd(db, sql, 0, NULL, err, sizeof(err)) < 0, "second final evaluation accepted");
+
+    /* ---- reconnect: a killed backend is survived by the next statement ---- */
+    exec_ok(db2, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() "
+                 "AND datname = current_database()");
+    CHECK(q1(db, "SELECT 1") == 1, "statement after the backend was killed");
+
+    kf_db_close(db);
+    kf_db_close(db2);
+    printf("%d passed, %d failed\n", g_pass, g_fail);
+    return g_fail ? 1 : 0;
+}
