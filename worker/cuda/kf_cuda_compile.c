@@ -1,0 +1,417 @@
+/*
+ * kf_cuda_compile.c -- nvcc to a shared object for one exact arch, with a
+ * compile cache (prefix kf_cuda_).
+ *
+ *   nvcc -O3 -std=c++17 -shared -Xcompiler -fPIC
+ *        -gencode arch=compute_XY,code=sm_XY -Xptxas -v -cudart shared
+ *        -Xlinker -rpath=<toolkit lib dir> -I<abi dir> [-DNAME=V ...]
+ *        -o out.so src.cu [-l<link> ... for reference/baseline only]
+ *
+ * nvcc runs in a sandboxed child (worker/sandbox.c: scrubbed environment,
+ * time limit, writes confined to the scratch and output directories). The
+ * log (with ptxas -v: registers, shared memory, stack, spills per kernel) is
+ * parsed by kf_cuda_parse_ptxas.
+ *
+ * Verdict mapping (cases B1, B2):
+ *   - nvcc not found / cannot exec / killed / disk full       -> INFRA (never cached)
+ *   - failure whose errors are all about the target arch
+ *     ("not supported on .target", "requires .target sm_90a") -> ARCH (unsupported)
+ *   - any other non-zero exit                                  -> FAILED (compile_error)
+ * Only successful builds are stored, under <cache_dir>/cuda/<key>.so with the
+ * log beside it (<key>.log), written to a temporary name and renamed.
+ * The key is sha256 over: source bytes, every flag (including -gencode and
+ * defines and libraries), the nvcc path and its full `--version` text, and
+ * the ABI header text.
+ */
+#include "kf_cuda.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "compile.h"
+#include "kf_tune.h"
+#include "kf_util.h"
+#include "sandbox.h"
+
+#define SOURCE_CAP (4u << 20)
+#define LOG_CAP (256u << 10)
+
+static int is_exec(const char *p) { return p && *p && access(p, X_OK) == 0; }
+
+int kf_cuda_find_nvcc(char *out, size_t cap)
+{
+#ifdef KFARM_NVCC
+    if (is_exec(KFARM_NVCC)) return snprintf(out, cap, "%s", KFARM_NVCC) < (int)cap ? 0 : -1;
+#endif
+    const char *env = getenv("KFARM_NVCC");
+    if (env && *env) {
+        if (is_exec(env)) return snprintf(out, cap, "%s", env) < (int)cap ? 0 : -1;
+        return -1; /* an explicit setting that does not work is not silently replaced */
+    }
+    const char *path = getenv("PATH");
+    if (path) {
+        const char *p = path;
+        while (*p) {
+            const char *c = strchr(p, ':');
+            size_t l = c ? (size_t)(c - p) : strlen(p);
+            char cand[PATH_MAX];
+            if (l && snprintf(cand, sizeof(cand), "%.*s/nvcc", (int)l, p) < (int)sizeof(cand) &&
+                is_exec(cand))
+                return snprintf(out, cap, "%s", cand) < (int)cap ? 0 : -1;
+            if (!c) break;
+            p = c + 1;
+        }
+    }
+    if (is_exec("/usr/local/cuda/bin/nvcc")) return snprintf(out, cap, "/usr/local/cuda/bin/nvcc") < (int)cap ? 0 : -1;
+    return -1;
+}
+
+int kf_cuda_arch_valid(const char *arch)
+{
+    if (!arch || strncmp(arch, "sm_", 3) != 0) return 0;
+    const char *p = arch + 3;
+    int d = 0;
+    while (p[d] >= '0' && p[d] <= '9') d++;
+    if (d < 2 || d > 3) return 0;
+    p += d;
+    if (*p == 'a' || *p == 'f') p++;
+    return *p == 0;
+}
+
+int kf_cuda_define_valid(const char *name, const char *value)
+{
+    return name && value && strlen(value) <= 64 && kf_tune_valid_name(name) && kf_tune_valid_value(value);
+}
+
+int kf_cuda_log_is_arch_error(const char *log, char *line, size_t cap)
+{
+    static const char *const pats[] = {
+        "not supported on .target", "requires .target sm_", "is not supported on target",
+        "requires sm_90a", "Feature '", "not supported for .target", "unsupported gpu architecture",
+        "Unsupported gpu architecture",
+    };
+    for (const char *l = log; l && *l;) {
+        const char *nl = strchr(l, '\n');
+        size_t n = nl ? (size_t)(nl - l) : strlen(l);
+        char tmp[1024];
+        snprintf(tmp, sizeof(tmp), "%.*s", (int)(n < sizeof(tmp) ? n : sizeof(tmp) - 1), l);
+        for (size_t i = 0; i < sizeof(pats) / sizeof(pats[0]); i++) {
+            if (strstr(tmp, pats[i]) && (i != 4 || strstr(tmp, "requires"))) {
+                if (line && cap) snprintf(line, cap, "%s", tmp);
+                return 1;
+            }
+        }
+        l = nl ? nl + 1 : NULL;
+    }
+    return 0;
+}
+
+typedef struct {
+    char **argv;
+} exec_arg;
+
+static int exec_fn(void *arg, int report_fd)
+{
+    (void)report_fd;
+    return kf_sandbox_exec(((exec_arg *)arg)->argv);
+}
+
+/* Run `nvcc --version` in a sandbox; the whole text into ver. */
+static int nvcc_version(const char *nvcc, const char *scratch, char *ver, size_t cap)
+{
+    char *argv[] = {(char *)nvcc, "--version", NULL};
+    exec_arg ea = {argv};
+    kf_sandbox_req sr = {.scratch_dir = scratch, .timeout_s = 30, .fn = exec_fn, .arg = &ea,
+                         .no_isolation = 1, .output_cap = 4096};
+    kf_sandbox_res res;
+    if (kf_sandbox_run(&sr, &res) != 0) return -1;
+    int ok = res.how == KF_SANDBOX_EXITED && res.exit_status == 0 && strstr(res.output, "release");
+    if (ok) snprintf(ver, cap, "%s", res.output);
+    kf_sandbox_res_free(&res);
+    return ok ? 0 : -1;
+}
+
+static int copy_file(const char *from, const char *to)
+{
+    size_t len;
+    char *data = kf_util_read_file(from, &len, (size_t)1 << 30);
+    if (!data) return -1;
+    int rc = kf_util_write_file(to, data, len);
+    int e = errno;
+    free(data);
+    errno = e;
+    return rc;
+}
+
+static void first_error(const char *log, char *out, size_t cap)
+{
+    const char *line = log, *best = NULL;
+    while (line && *line) {
+        const char *nl = strchr(line, '\n');
+        size_t l = nl ? (size_t)(nl - line) : strlen(line);
+        char tmp[1024];
+        snprintf(tmp, sizeof(tmp), "%.*s", (int)(l < sizeof(tmp) ? l : sizeof(tmp) - 1), line);
+        if (strstr(tmp, "error") || strstr(tmp, "fatal")) {
+            best = line;
+            break;
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    if (!best) best = log ? log : "";
+    const char *nl = strchr(best, '\n');
+    size_t l = nl ? (size_t)(nl - best) : strlen(best);
+    if (l >= cap) l = cap - 1;
+    snprintf(out, cap, "%.*s", (int)l, best);
+}
+
+static int infra_log(const char *log)
+{
+    static const char *const phrases[] = {"No space left on device", "Disk quota exceeded",
+                                          "Read-only file system", "Cannot allocate memory",
+                                          "virtual memory exhausted", "failed to preprocess host compiler"};
+    for (size_t i = 0; i < sizeof(phrases) / sizeof(phrases[0]); i++)
+        if (log && strstr(log, phrases[i])) {
+            /* only when nvcc / the toolchain says it, not a #error in the source */
+            const char *p = strstr(log, phrases[i]);
+            const char *ls = p;
+            while (ls > log && ls[-1] != '\n') ls--;
+            if (!strstr(ls, "#error") && !strstr(ls, ".cu(")) return 1;
+        }
+    return 0;
+}
+
+void kf_cuda_build_res_free(kf_cuda_build_res *res)
+{
+    if (!res) return;
+    free(res->log);
+    res->log = NULL;
+}
+
+#define DETAIL(st, ...)                                               \
+    do {                                                              \
+        res->status = (st);                                           \
+        snprintf(res->detail, sizeof(res->detail), __VA_ARGS__);      \
+    } while (0)
+
+int kf_cuda_build(const kf_cuda_build_req *req, kf_cuda_build_res *res)
+{
+    memset(res, 0, sizeof(*res));
+    if (!req || !req->source_path || !req->out_path || !req->scratch_dir || req->n_defines < 0 ||
+        req->n_defines > 32 || req->n_libs < 0 || req->n_libs > 4)
+        return -1;
+    res->log = calloc(1, 1);
+    if (!res->log) return -1;
+
+    if (!kf_cuda_arch_valid(req->arch)) {
+        DETAIL(KF_CUDA_BUILD_INFRA, "invalid target arch '%s' (want sm_XY, sm_XYa)", req->arch ? req->arch : "");
+        return 0;
+    }
+    for (int i = 0; i < req->n_defines; i++)
+        if (!kf_cuda_define_valid(req->define_names[i], req->define_values[i])) {
+            DETAIL(KF_CUDA_BUILD_FAILED, "invalid define %s=%s (names: C identifiers; values: letters, digits, _ . - +)",
+                   req->define_names[i], req->define_values[i]);
+            return 0;
+        }
+    for (int i = 0; i < req->n_libs; i++)
+        if (!kf_tune_valid_name(req->libs[i])) {
+            DETAIL(KF_CUDA_BUILD_INFRA, "invalid link library name '%s' in the task", req->libs[i]);
+            return 0;
+        }
+    char abi[PATH_MAX];
+    if (kf_compile_abi_dir(abi, sizeof(abi)) != 0) {
+        DETAIL(KF_CUDA_BUILD_INFRA, "kf_abi.h not found (beside the worker, $KFARM_ABI_DIR or the source tree)");
+        return 0;
+    }
+    if (kf_cuda_find_nvcc(res->nvcc, sizeof(res->nvcc)) != 0) {
+        DETAIL(KF_CUDA_BUILD_INFRA, "nvcc not found (KFARM_NVCC, $KFARM_NVCC, PATH, /usr/local/cuda/bin)");
+        return 0;
+    }
+    char version[4096] = "";
+    if (nvcc_version(res->nvcc, req->scratch_dir, version, sizeof(version)) != 0) {
+        DETAIL(KF_CUDA_BUILD_INFRA, "nvcc %s does not run (--version failed)", res->nvcc);
+        return 0;
+    }
+    size_t srclen;
+    char *src = kf_util_read_file(req->source_path, &srclen, SOURCE_CAP);
+    if (!src) {
+        DETAIL(errno == EFBIG ? KF_CUDA_BUILD_FAILED : KF_CUDA_BUILD_INFRA, "cannot read source %s: %s",
+               req->source_path, errno == EFBIG ? "larger than 4 MiB" : strerror(errno));
+        return 0;
+    }
+    char abipath[PATH_MAX + 16];
+    snprintf(abipath, sizeof(abipath), "%s/kf_abi.h", abi);
+    size_t abilen = 0;
+    char *abitext = kf_util_read_file(abipath, &abilen, 1 << 20);
+
+    /* toolkit lib dir for the candidate's rpath (cudart shared) */
+    char nvdir[PATH_MAX], libdir[PATH_MAX + 64], rpath[PATH_MAX + 80];
+    snprintf(nvdir, sizeof(nvdir), "%s", res->nvcc);
+    char *bindir = dirname(nvdir);
+    char real[PATH_MAX];
+    snprintf(libdir, sizeof(libdir), "%s/../lib64", bindir);
+    if (realpath(libdir, real)) snprintf(libdir, sizeof(libdir), "%s", real);
+    snprintf(rpath, sizeof(rpath), "-rpath=%s", libdir);
+
+    const char *a = req->arch + 3; /* "90a" */
+    char gencode[64], iflag[PATH_MAX + 3];
+    snprintf(gencode, sizeof(gencode), "arch=compute_%s,code=sm_%s", a, a);
+    snprintf(iflag, sizeof(iflag), "-I%s", abi);
+    char *argv[96];
+    char defs[32][160], libs[4][48];
+    int ac = 0;
+    argv[ac++] = res->nvcc;
+    argv[ac++] = "-O3";
+    argv[ac++] = "-std=c++17";
+    argv[ac++] = "-shared";
+    argv[ac++] = "-Xcompiler";
+    argv[ac++] = "-fPIC";
+    argv[ac++] = "-gencode";
+    argv[ac++] = gencode;
+    argv[ac++] = "-Xptxas";
+    argv[ac++] = "-v";
+    argv[ac++] = "-cudart";
+    argv[ac++] = "shared";
+    argv[ac++] = "-Xlinker";
+    argv[ac++] = rpath;
+    argv[ac++] = iflag;
+    for (int i = 0; i < req->n_defines; i++) {
+        snprintf(defs[i], sizeof(defs[i]), "-D%s=%s", req->define_names[i], req->define_values[i]);
+        argv[ac++] = defs[i];
+    }
+    argv[ac++] = "-o";
+    argv[ac++] = (char *)req->out_path;
+    argv[ac++] = (char *)req->source_path;
+    for (int i = 0; i < req->n_libs; i++) {
+        snprintf(libs[i], sizeof(libs[i]), "-l%s", req->libs[i]);
+        argv[ac++] = libs[i];
+    }
+    argv[ac] = NULL;
+
+    /* key: source, all flags except paths (-I, -o, source: their content is
+     * keyed instead), nvcc path + version, ABI header */
+    size_t kcap = srclen + abilen + sizeof(version) + 16384;
+    char *kbuf = malloc(kcap);
+    if (!kbuf) {
+        free(src);
+        free(abitext);
+        DETAIL(KF_CUDA_BUILD_INFRA, "out of memory");
+        return 0;
+    }
+    size_t kp = 0;
+    memcpy(kbuf, src, srclen);
+    kp = srclen;
+    kbuf[kp++] = 0;
+    for (int i = 1; i < ac; i++) {
+        if (argv[i] == iflag || argv[i] == req->out_path || argv[i] == req->source_path) continue;
+        size_t l = strlen(argv[i]);
+        memcpy(kbuf + kp, argv[i], l + 1);
+        kp += l + 1;
+    }
+    kp += (size_t)snprintf(kbuf + kp, kcap - kp, "%s%c%s%c", res->nvcc, 0, version, 0);
+    if (abitext) {
+        memcpy(kbuf + kp, abitext, abilen);
+        kp += abilen;
+    }
+    kf_util_sha256_hex(kbuf, kp, res->key);
+    free(kbuf);
+    free(src);
+    free(abitext);
+
+    char cdir[PATH_MAX], cso[PATH_MAX + 80], clog[PATH_MAX + 80];
+    int use_cache = req->cache_dir && *req->cache_dir;
+    if (use_cache) {
+        snprintf(cdir, sizeof(cdir), "%s/cuda", req->cache_dir);
+        snprintf(cso, sizeof(cso), "%s/%s.so", cdir, res->key);
+        snprintf(clog, sizeof(clog), "%s/%s.log", cdir, res->key);
+        struct stat st;
+        if (stat(cso, &st) == 0 && st.st_size > 0 && copy_file(cso, req->out_path) == 0) {
+            char *l = kf_util_read_file(clog, NULL, LOG_CAP);
+            if (l) {
+                free(res->log);
+                res->log = l;
+            }
+            res->cached = 1;
+            res->status = KF_CUDA_BUILD_OK;
+            res->n_fn = kf_cuda_parse_ptxas(res->log, res->fn, KF_CUDA_MAX_PTXAS);
+            snprintf(res->detail, sizeof(res->detail), "cache hit %s", res->key);
+            return 0;
+        }
+    }
+
+    char outdir[PATH_MAX];
+    snprintf(outdir, sizeof(outdir), "%s", req->out_path);
+    const char *wdirs[] = {dirname(outdir), NULL};
+    unlink(req->out_path);
+    exec_arg ea = {argv};
+    kf_sandbox_req sr = {.scratch_dir = req->scratch_dir,
+                         .timeout_s = req->timeout_s > 0 ? req->timeout_s : 300,
+                         .fsize_limit = 512u << 20,
+                         .output_cap = LOG_CAP,
+                         .write_dirs = wdirs,
+                         .tick = req->tick,
+                         .tick_arg = req->tick_arg,
+                         .fn = exec_fn,
+                         .arg = &ea};
+    kf_sandbox_res sb;
+    int rc = kf_sandbox_run(&sr, &sb);
+    res->seconds = sb.wall_s;
+    if (rc != 0) {
+        DETAIL(KF_CUDA_BUILD_INFRA, "could not start nvcc: %s", sb.err);
+        kf_sandbox_res_free(&sb);
+        return 0;
+    }
+    free(res->log);
+    res->log = sb.output ? sb.output : calloc(1, 1);
+    sb.output = NULL;
+    char line[400];
+    switch (sb.how) {
+    case KF_SANDBOX_TIMEOUT: DETAIL(KF_CUDA_BUILD_FAILED, "compilation exceeded the %.0f s limit", sr.timeout_s); break;
+    case KF_SANDBOX_CANCELLED: DETAIL(KF_CUDA_BUILD_INFRA, "cancelled"); break;
+    case KF_SANDBOX_SIGNALED:
+        if (sb.signal == SIGXFSZ) DETAIL(KF_CUDA_BUILD_FAILED, "build output exceeds the 512 MiB file size limit");
+        else DETAIL(KF_CUDA_BUILD_INFRA, "nvcc killed by signal %s", strsignal(sb.signal));
+        break;
+    case KF_SANDBOX_FAILED: DETAIL(KF_CUDA_BUILD_INFRA, "%s", sb.err); break;
+    case KF_SANDBOX_EXITED:
+        if (sb.exit_status == 0) {
+            struct stat st;
+            if (stat(req->out_path, &st) != 0 || st.st_size == 0) {
+                DETAIL(KF_CUDA_BUILD_INFRA, "nvcc reported success but wrote no shared object");
+                break;
+            }
+            res->status = KF_CUDA_BUILD_OK;
+            snprintf(res->detail, sizeof(res->detail), "built for %s in %.2f s", req->arch, sb.wall_s);
+            if (use_cache && kf_util_mkdirs(cdir) == 0) {
+                char tmp[PATH_MAX + 128];
+                snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", clog, (long)getpid());
+                if (kf_util_write_file(tmp, res->log, strlen(res->log)) == 0) rename(tmp, clog);
+                snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", cso, (long)getpid());
+                if (copy_file(req->out_path, tmp) == 0 && rename(tmp, cso) == 0) break;
+                unlink(tmp);
+            }
+            break;
+        }
+        if (sb.exit_status == 127 || sb.exit_status == 126 || infra_log(res->log)) {
+            first_error(res->log, line, sizeof(line));
+            DETAIL(KF_CUDA_BUILD_INFRA, "nvcc could not run properly (status %d): %s", sb.exit_status, line);
+        } else if (kf_cuda_log_is_arch_error(res->log, line, sizeof(line))) {
+            DETAIL(KF_CUDA_BUILD_ARCH, "not buildable for %s: %s", req->arch, line);
+        } else {
+            first_error(res->log, line, sizeof(line));
+            DETAIL(KF_CUDA_BUILD_FAILED, "%s", line[0] ? line : "nvcc failed with no output");
+        }
+        break;
+    }
+    if (res->status != KF_CUDA_BUILD_OK) unlink(req->out_path);
+    res->n_fn = kf_cuda_parse_ptxas(res->log, res->fn, KF_CUDA_MAX_PTXAS);
+    kf_sandbox_res_free(&sb);
+    return 0;
+}
