@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# run_cases.sh -- the field cases (shared/cases/README.md) as hostile cpu candidates.
+#
+# Each tests/cases/NAME/ holds candidate.c and case.json:
+#   {"task": "<dir relative to the repo root>", "verdict": "<expected>",
+#    "detail_contains": "<optional substring of the detail>",
+#    "timeout": <optional seconds>, "env": {<optional extra environment>}}
+# Every case runs `kfarm-worker eval --quick --json` and must produce a
+# verdict (exit 0: the worker survived the candidate) equal to the expected
+# one, with the detail substring. Then B2: a build that fails because the
+# compiler is missing is infra_error and is not cached; after the "fix" the
+# same source is rebuilt (cache miss), and only then cached.
+#
+# Env: KFARM_BIN (build dir holding kfarm-worker), KFARM_SRC (repo root).
+# Optional: CASES="good hang" to run a subset.
+set -u
+SRC=${KFARM_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
+BIN=${KFARM_BIN:-$SRC/build}
+WORKER=$BIN/kfarm-worker
+[ -x "$WORKER" ] || { echo "run_cases: $WORKER not found (set KFARM_BIN)"; exit 2; }
+command -v python3 >/dev/null || { echo "run_cases: python3 needed"; exit 2; }
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/kfarm-cases.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+pass=0
+fail=0
+failed=()
+
+# field NAME FILE: print one field of a JSON file ("" if absent)
+field() {
+    python3 - "$1" "$2" <<'EOF'
+import json, sys
+key, path = sys.argv[1], sys.argv[2]
+d = json.load(open(path))
+for k in key.split("."):
+    d = d.get(k) if isinstance(d, dict) else None
+if d is None: d = ""
+if isinstance(d, bool): d = "true" if d else "false"
+print(json.dumps(d) if isinstance(d, dict) else d)
+EOF
+}
+
+# check NAME OUT_JSON RC WANT_VERDICT WANT_DETAIL SECONDS
+check() {
+    local name=$1 out=$2 rc=$3 want=$4 sub=$5 secs=$6 got detail
+    if [ "$rc" -ne 0 ]; then
+        echo "FAIL $name: kfarm-worker exited $rc (it must survive every candidate)"
+        sed 's/^/    /' "$out.err" | tail -5
+        fail=$((fail + 1)); failed+=("$name"); return
+    fi
+    got=$(field verdict "$out")
+    detail=$(field detail "$out")
+    if [ "$got" != "$want" ]; then
+        echo "FAIL $name: verdict $got, expected $want (${secs}s)"
+        echo "    detail: $detail"
+        fail=$((fail + 1)); failed+=("$name"); return
+    fi
+    if [ -n "$sub" ] && [[ "$detail" != *"$sub"* ]]; then
+        echo "FAIL $name: verdict $got as expected, but the detail lacks \"$sub\""
+        echo "    detail: $detail"
+        fail=$((fail + 1)); failed+=("$name"); return
+    fi
+    echo "ok   $name: $got (${secs}s) -- $detail" | cut -c1-200
+    pass=$((pass + 1))
+}
+
+start_all=$(date +%s)
+for dir in "$SRC"/tests/cases/*/; do
+    name=$(basename "$dir")
+    [ -f "$dir/case.json" ] || continue
+    if [ -n "${CASES:-}" ] && [[ " $CASES " != *" $name "* ]]; then continue; fi
+    task=$(field task "$dir/case.json")
+    want=$(field verdict "$dir/case.json")
+    sub=$(field detail_contains "$dir/case.json")
+    to=$(field timeout "$dir/case.json")
+    envs=$(python3 -c 'import json,sys; [print(f"{k}={v}") for k,v in json.load(open(sys.argv[1])).get("env",{}).items()]' "$dir/case.json")
+    args=(eval "$SRC/$task" "$dir/candidate.c" --quick --json --seed 7 --work-dir "$TMP/work")
+    [ -n "$to" ] && args+=(--timeout "$to")
+    out=$TMP/$name.json
+    t0=$(date +%s.%N)
+    # shellcheck disable=SC2086
+    env $envs timeout 300 "$WORKER" "${args[@]}" >"$out" 2>"$out.err"
+    rc=$?
+    secs=$(python3 -c "print(f'{$(date +%s.%N) - $t0:.1f}')")
+    check "$name" "$out" "$rc" "$want" "$sub" "$secs"
+done
+
+# ---- B2: worker-side build failures are infra_error and never cached ----
+if [ -z "${CASES:-}" ] || [[ " $CASES " == *" b2 "* ]]; then
+    cache=$TMP/cache
+    good=$SRC/tests/cases/good/candidate.c
+    task=$SRC/tests/tasks/softmax_rows_f32
+    common=(eval "$task" "$good" --quick --json --seed 7 --work-dir "$TMP/work" --cache-dir "$cache")
+    KFARM_CC=/nonexistent/bin/cc "$WORKER" "${common[@]}" >"$TMP/b2a.json" 2>"$TMP/b2a.json.err"
+    check b2_compiler_missing "$TMP/b2a.json" $? infra_error "not found" -
+    n_cached=$(find "$cache" -name '*.so' 2>/dev/null | wc -l)
+    if [ "$n_cached" -ne 0 ]; then
+        echo "FAIL b2_nothing_cached: $n_cached cache entries after a failed build"
+        fail=$((fail + 1)); failed+=(b2_nothing_cached)
+    else
+        echo "ok   b2_nothing_cached: no cache entry after the failed build"; pass=$((pass + 1))
+    fi
+    "$WORKER" "${common[@]}" >"$TMP/b2b.json" 2>"$TMP/b2b.json.err"
+    check b2_rebuilt_after_fix "$TMP/b2b.json" $? ok "" -
+    c1=$(field metrics.compile.candidate.cached "$TMP/b2b.json")
+    "$WORKER" "${common[@]}" >"$TMP/b2c.json" 2>"$TMP/b2c.json.err"
+    c2=$(field metrics.compile.candidate.cached "$TMP/b2c.json")
+    if [ "$c1" = "false" ] && [ "$c2" = "true" ]; then
+        echo "ok   b2_cache: first good build was a miss, the second a hit"; pass=$((pass + 1))
+    else
+        echo "FAIL b2_cache: cached after fix=$c1 (want false), on repeat=$c2 (want true)"
+        fail=$((fail + 1)); failed+=(b2_cache)
+    fi
+fi
+
+echo "run_cases: $(( $(date +%s) - start_all ))s"
+[ "$fail" -gt 0 ] && echo "failed: ${failed[*]}"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

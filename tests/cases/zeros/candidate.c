@@ -1,0 +1,37 @@
+/* zeros (C1): correct on short rows, but on very long rows (N >= 100000, where
+ * every correct output is ~1e-6) writes all zeros, which an unscaled
+ * absolute tolerance would accept. Expected: incorrect "trivial output". */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include "kf_abi.h"
+
+static void softmax_rows(const float *x, float *y, int64_t M, int64_t N)
+{
+    for (int64_t m = 0; m < M; m++) {
+        const float *xr = x + m * N;
+        float *yr = y + m * N;
+        float mx = -INFINITY;
+        for (int64_t n = 0; n < N; n++) mx = fmaxf(mx, xr[n]);
+        double sum = 0;
+        for (int64_t n = 0; n < N; n++) {
+            float e = expf(xr[n] - mx);
+            yr[n] = e;
+            sum += e;
+        }
+        const float inv = (float)(1.0 / sum);
+        for (int64_t n = 0; n < N; n++) yr[n] *= inv;
+    }
+}
+
+int kf_entry(const kf_call *call)
+{
+    const int64_t M = call->sizes[0], N = call->sizes[1];
+    float *y = call->outputs[0].data;
+    if (N >= 100000) {
+        memset(y, 0, (size_t)(M * N) * sizeof(float));
+        return 0;
+    }
+    softmax_rows(call->inputs[0].data, y, M, N);
+    return 0;
+}
