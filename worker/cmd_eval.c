@@ -85,6 +85,12 @@ int kf_worker_cmd_eval(int argc, char **argv)
         } else if (!strcmp(a, "--cache-dir")) {
             if (++i >= argc) return usage("--cache-dir needs a folder");
             req.cache_dir = argv[i];
+        } else if (!strcmp(a, "--arch")) { /* cuda: build for this arch (sm_90a) instead of the device's */
+            if (++i >= argc) return usage("--arch needs sm_XY");
+            req.arch = argv[i];
+        } else if (!strcmp(a, "--gpu")) { /* cuda: device index */
+            if (++i >= argc) return usage("--gpu needs an index");
+            req.gpu_index = atoi(argv[i]);
         } else if (a[0] == '-' && a[1]) {
             char why[256];
             snprintf(why, sizeof(why), "unknown option %s", a);
