@@ -1,0 +1,397 @@
+/*
+ * test_server.c -- the real kfarm-coordinator binary, spoken to by a fake
+ * worker over nanomsg (ipc), with a real PostgreSQL.
+ *
+ * Covers: start with migrations; Register; GetJob after the coordinator
+ * expands a tune campaign by itself (job carries task, files, source,
+ * defines, seed, lease); Heartbeat (stale token -> STALE + cancel); Result
+ * stored once (a byte-identical resend is answered from the replay cache
+ * with the same reply bytes, a fresh resend is DUPLICATE); hostile input
+ * (garbage bytes, wrong fleet key, unknown verdict) answered REJECTED
+ * without killing the daemon; an expired lease re-queued by the reaper; the
+ * database connection killed under the daemon (next request still served);
+ * SIGTERM -> clean exit 0. Prints "N passed, M failed".
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nanomsg/nn.h>
+#include <nanomsg/reqrep.h>
+
+#include "campaign.h"
+#include "db.h"
+#include "kf_wire.h"
+
+static int g_pass, g_fail;
+
+#define CHECK(cond, ...)                                                          \
+    do {                                                                          \
+        if (cond) {                                                               \
+            g_pass++;                                                             \
+        } else {                                                                  \
+            g_fail++;                                                             \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);       \
+            fprintf(stderr, __VA_ARGS__);                                         \
+            fputc('\n', stderr);                                                  \
+        }                                                                         \
+    } while (0)
+
+static const char *env_or(const char *name, const char *dflt)
+{
+    const char *s = getenv(name);
+    return s && *s ? s : dflt;
+}
+
+static const char *fresh_db(const char *name, char *out, size_t cap)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof(cmd), "'%s/tools/devdb' createdb %s 2>/dev/null",
+             env_or("KFARM_SRC", KFARM_SOURCE_DIR), name);
+    FILE *p = popen(cmd, "r");
+    if (!p) return NULL;
+    if (!fgets(out, (int)cap, p)) out[0] = 0;
+    int rc = pclose(p);
+    out[strcspn(out, "\n")] = 0;
+    return rc == 0 && out[0] ? out : NULL;
+}
+
+static long long q1(kf_db *db, const char *sql)
+{
+    char err[512];
+    PGresult *r = kf_db_exec(db, sql, 0, NULL, err, sizeof(err));
+    if (!r) return -1;
+    long long v = PQntuples(r) ? kf_db_i64(r, 0, 0, -1) : -1;
+    PQclear(r);
+    return v;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+/* One request/reply over the REQ socket. */
+static Kfarm__Reply *call(int sock, const kf_wire_key *k, Kfarm__Request *req)
+{
+    Kfarm__Reply *rep = NULL;
+    char err[512];
+    if (kf_wire_call(sock, k, req, &rep, err, sizeof(err)) < 0) {
+        fprintf(stderr, "call failed: %s\n", err);
+        return NULL;
+    }
+    return rep;
+}
+
+/* Send raw bytes, receive raw bytes (malloc'ed copy into *out). */
+static int raw_call(int sock, const void *msg, size_t len, uint8_t **out, size_t *outlen)
+{
+    if (nn_send(sock, msg, len, 0) < 0) return -1;
+    void *buf = NULL;
+    int n = nn_recv(sock, &buf, NN_MSG, 0);
+    if (n < 0) return -1;
+    *out = malloc((size_t)n);
+    memcpy(*out, buf, (size_t)n);
+    *outlen = (size_t)n;
+    nn_freemsg(buf);
+    return 0;
+}
+
+static Kfarm__Reply *open_reply(const kf_wire_key *k, const uint8_t *msg, size_t len)
+{
+    Kfarm__Envelope *env;
+    char err[256];
+    if (kf_wire_open(k, msg, len, kf_wire_now_ms(), &env, err, sizeof(err)) < 0) return NULL;
+    Kfarm__Reply *r = kfarm__reply__unpack(NULL, env->body.len, env->body.data);
+    kfarm__envelope__free_unpacked(env, NULL);
+    return r;
+}
+
+static Kfarm__Reply *get_job(int sock, const kf_wire_key *k, const char *worker)
+{
+    Kfarm__GetJob g = KFARM__GET_JOB__INIT;
+    char *cls[1] = { "cpu" };
+    g.worker_id = (char *)worker;
+    g.n_classes = 1;
+    g.classes = cls;
+    Kfarm__Request req = KFARM__REQUEST__INIT;
+    req.msg_case = KFARM__REQUEST__MSG_GET_JOB;
+    req.get_job = &g;
+    return call(sock, k, &req);
+}
+
+int main(void)
+{
+    char conninfo[1024], err[1024];
+    const char *bin = env_or("KFARM_BIN", NULL);
+    if (!bin || !fresh_db("kft_server", conninfo, sizeof(conninfo))) {
+        fprintf(stderr, "needs KFARM_BIN and a running devdb cluster (KFARM_DEVDB_DIR)\n");
+        printf("0 passed, 1 failed\n");
+        return 1;
+    }
+    const char *keystr = "test-server-fleet-key-0123456789";
+    setenv("KFARM_FLEET_KEY", keystr, 1);
+    unsetenv("KFARM_FLEET_KEY_FILE");
+    kf_wire_key key, badkey;
+    kf_wire_key_load(&key, NULL, err, sizeof(err));
+    setenv("KFARM_FLEET_KEY", "another-fleet-key-9876543210xyz", 1);
+    kf_wire_key_load(&badkey, NULL, err, sizeof(err));
+    setenv("KFARM_FLEET_KEY", keystr, 1);
+
+    char dir[] = "/tmp/kft-server.XXXXXX";
+    if (!mkdtemp(dir)) return 1;
+    char addr[256], logpath[256], coord[4096];
+    snprintf(addr, sizeof(addr), "ipc://%s/coord.ipc", dir);
+    snprintf(logpath, sizeof(logpath), "%s/coordinator.log", dir);
+    snprintf(coord, sizeof(coord), "%s/kfarm-coordinator", bin);
+
+    pid_t pid = fork();
+    if (pid == 0) {
+        FILE *lf = freopen(logpath, "w", stderr);
+        (void)lf;
+        execl(coord, coord, "--db", conninfo, "--listen", addr, "--lease-ms", "1500",
+              "--export-dir", dir, "--export-interval", "1", (char *)NULL);
+        _exit(127);
+    }
+    int sock = nn_socket(AF_SP, NN_REQ);
+    kf_wire_socket_setup(sock, 5000, 5000, err, sizeof(err));
+    nn_connect(sock, addr);
+
+    kf_db *db = NULL;
+    for (int i = 0; i < 50 && !db; i++) { /* wait for the migrations */
+        sleep_ms(200);
+        kf_db *d = kf_db_open(conninfo, err, sizeof(err));
+        if (d && q1(d, "SELECT count(*) FROM schema_version") > 0) db = d;
+        else kf_db_close(d);
+    }
+    CHECK(db != NULL, "coordinator did not migrate the database");
+    if (!db) goto end;
+
+    /* Register. */
+    Kfarm__Device dev = KFARM__DEVICE__INIT;
+    dev.name = "Test CPU";
+    dev.arch = "x86_64";
+    Kfarm__Device *devs[1] = { &dev };
+    char *cls[1] = { "cpu" };
+    Kfarm__Register reg = KFARM__REGISTER__INIT;
+    reg.worker_id = "fake-1";
+    reg.hostname = "testhost";
+    reg.backend = "cpu";
+    reg.n_devices = 1;
+    reg.devices = devs;
+    reg.n_classes = 1;
+    reg.classes = cls;
+    Kfarm__Request req = KFARM__REQUEST__INIT;
+    req.msg_case = KFARM__REQUEST__MSG_REGISTER;
+    req.register_ = &reg;
+    Kfarm__Reply *rep = call(sock, &key, &req);
+    CHECK(rep && rep->status == KFARM__STATUS__OK, "register");
+    if (rep) kfarm__reply__free_unpacked(rep, NULL);
+    CHECK(q1(db, "SELECT jsonb_array_length(devices) FROM workers WHERE id = 'fake-1'") == 1,
+          "devices stored");
+
+    rep = get_job(sock, &key, "fake-1");
+    CHECK(rep && rep->status == KFARM__STATUS__NO_JOB, "no job before a campaign");
+    if (rep) kfarm__reply__free_unpacked(rep, NULL);
+
+    /* A campaign: the running coordinator expands it within a second. */
+    char task[4096];
+    snprintf(task, sizeof(task), "%s/tests/tasks/farm_axpy_f32", env_or("KFARM_SRC", KFARM_SOURCE_DIR));
+    kf_campaign_spec spec;
+    memset(&spec, 0, sizeof(spec));
+    spec.name = "srv";
+    spec.task_dir = task;
+    spec.max_candidates = 2;
+    CHECK(kf_campaign_create(db, &spec, NULL, err, sizeof(err)) == 0, "%s", err);
+    CHECK(kf_campaign_start(db, "srv", err, sizeof(err)) == 0, "%s", err);
+    rep = NULL;
+    for (int i = 0; i < 30; i++) {
+        rep = get_job(sock, &key, "fake-1");
+        if (rep && rep->status == KFARM__STATUS__OK) break;
+        if (rep) kfarm__reply__free_unpacked(rep, NULL);
+        rep = NULL;
+        sleep_ms(200);
+    }
+    CHECK(rep && rep->job, "a job after start");
+    if (!rep || !rep->job) goto end;
+    Kfarm__Job *job = rep->job;
+    uint64_t job_id = job->job_id, token = job->fencing_token;
+    int has_files = 0;
+    for (size_t i = 0; i < job->n_task_files; i++)
+        if (strcmp(job->task_files[i]->name, "reference.c") == 0 && job->task_files[i]->content.len > 0)
+            has_files = 1;
+    CHECK(has_files, "job carries the task files");
+    CHECK(job->task_json && strstr(job->task_json, "farm_axpy_f32"), "job carries task.json");
+    CHECK(job->source.len > 0 && strstr((const char *)job->source.data, "kf_entry") != NULL,
+          "job carries the source");
+    CHECK(job->n_defines == 2, "two defines (DELAY_MS, UNROLL), got %zu", job->n_defines);
+    CHECK(job->has_seed && job->seed == job_id, "seed = job id");
+    CHECK(job->lease_ms == 1500, "lease_ms %u", job->lease_ms);
+    CHECK(job->target && strcmp(job->target, "cpu") == 0, "target cpu");
+    kfarm__reply__free_unpacked(rep, NULL);
+
+    /* Heartbeats. */
+    Kfarm__Heartbeat hb = KFARM__HEARTBEAT__INIT;
+    hb.worker_id = "fake-1";
+    hb.job_id = job_id;
+    hb.fencing_token = token;
+    req.msg_case = KFARM__REQUEST__MSG_HEARTBEAT;
+    req.heartbeat = &hb;
+    rep = call(sock, &key, &req);
+    CHECK(rep && rep->status == KFARM__STATUS__OK && rep->lease_ms == 1500, "heartbeat ok");
+    if (rep) kfarm__reply__free_unpacked(rep, NULL);
+    hb.fencing_token = token + 1000;
+    rep = call(sock, &key, &req);
+    CHECK(rep && rep->status == KFARM__STATUS__STALE && rep->cancel, "stale heartbeat cancels");
+    if (rep) kfarm__reply__free_unpacked(rep, NULL);
+
+    /* Result, sealed once and sent twice byte for byte (a REQ resend). */
+    Kfarm__Result res = KFARM__RESULT__INIT;
+    res.worker_id = "fake-1";
+    res.job_id = job_id;
+    res.fencing_token = token;
+    res.verdict = "ok";
+    res.detail = "passed";
+    res.metrics_json = "{\"cv\": 0.02}";
+    res.has_candidate_us = res.has_baseline_us = res.has_speedup = 1;
+    res.candidate_us = 50;
+    res.baseline_us = 75;
+    res.speedup = 1.5;
+    req.msg_case = KFARM__REQUEST__MSG_RESULT;
+    req.result = &res;
+    size_t blen = kfarm__request__get_packed_size(&req);
+    uint8_t *body = malloc(blen), *sealed = NULL, *r1 = NULL, *r2 = NULL;
+    size_t slen = 0, l1 = 0, l2 = 0;
+    kfarm__request__pack(&req, body);
+    kf_wire_seal(&key, body, blen, &sealed, &slen, err, sizeof(err));
+    CHECK(raw_call(sock, sealed, slen, &r1, &l1) == 0, "send result");
+    CHECK(raw_call(sock, sealed, slen, &r2, &l2) == 0, "resend result");
+    CHECK(l1 == l2 && r1 && r2 && memcmp(r1, r2, l1) == 0, "resend answered with the cached reply");
+    rep = r1 ? open_reply(&key, r1, l1) : NULL;
+    CHECK(rep && rep->status == KFARM__STATUS__OK, "result stored");
+    if (rep) kfarm__reply__free_unpacked(rep, NULL);
+    free(body);
+    free(sealed);
+    free(r1);
+    free(r2);
+    rep = call(sock, &key, &req); /* fresh envelope, same result */
+    CHECK(rep && rep->status == KFARM__STATUS__DUPLICATE, "fresh resend is DUPLICATE");
+    if (rep) kfarm__reply__free_unpacked(rep, NULL);
+    char sql[512];
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM evaluations WHERE job_id = %llu",
+             (unsigned long long)job_id);
+    CHECK(q1(db, sql) == 1, "stored exactly once");
+
+    /* Hostile input. */
+    uint8_t *g = NULL;
+    size_t gl = 0;
+    CHECK(raw_call(sock, "garbage!", 8, &g, &gl) == 0, "garbage answered");
+    rep = g ? open_reply(&key, g, gl) : NULL;
+    CHECK(rep && rep->status == KFARM__STATUS__REJECTED, "garbage -> REJECTED");
+    if (rep) kfarm__reply__free_unpacked(rep, NULL);
+    free(g);
+    req.msg_case = KFARM__REQUEST__MSG_GET_JOB;
+    Kfarm__GetJob gj = KFARM__GET_JOB__INIT;
+    gj.worker_id = "intruder";
+    req.get_job = &gj;
+    blen = kfarm__request__get_packed_size(&req);
+    body = malloc(blen);
+    kfarm__request__pack(&req, body);
+    kf_wire_seal(&badkey, body, blen, &sealed, &slen, err, sizeof(err));
+    CHECK(raw_call(sock, sealed, slen, &g, &gl) == 0, "wrong key answered");
+    rep = g ? open_reply(&key, g, gl) : NULL;
+    CHECK(rep && rep->status == KFARM__STATUS__REJECTED, "wrong key -> REJECTED");
+    if (rep) kfarm__reply__free_unpacked(rep, NULL);
+    free(g);
+    free(body);
+    free(sealed);
+    CHECK(q1(db, "SELECT count(*) FROM workers WHERE id = 'intruder'") == 0, "intruder not recorded");
+
+    /* Expired lease: take the second job and go silent. */
+    rep = get_job(sock, &key, "fake-2");
+    CHECK(rep && rep->status == KFARM__STATUS__OK && rep->job, "second job");
+    uint64_t job2 = rep && rep->job ? rep->job->job_id : 0, tok2 = rep && rep->job ? rep->job->fencing_token : 0;
+    if (rep) kfarm__reply__free_unpacked(rep, NULL);
+    snprintf(sql, sizeof(sql), "SELECT (state = 'queued')::int FROM jobs WHERE id = %llu",
+             (unsigned long long)job2);
+    int requeued = 0;
+    for (int i = 0; i < 40 && !requeued; i++) {
+        sleep_ms(200);
+        requeued = q1(db, sql) == 1;
+    }
+    CHECK(requeued, "expired lease re-queued by the reaper");
+    res.verdict = "excellent";
+    res.job_id = job2;
+    res.fencing_token = tok2;
+    req.msg_case = KFARM__REQUEST__MSG_RESULT;
+    req.result = &res;
+    rep = call(sock, &key, &req);
+    CHECK(rep && rep->status == KFARM__STATUS__REJECTED, "unknown verdict rejected");
+    if (rep) kfarm__reply__free_unpacked(rep, NULL);
+
+    /* Kill the coordinator's database connection: the next request works. */
+    kf_db_cmd(db, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                  "WHERE pid <> pg_backend_pid() AND datname = current_database()", 0, NULL, err,
+              sizeof(err));
+    sleep_ms(300);
+    rep = get_job(sock, &key, "fake-3");
+    CHECK(rep && rep->status == KFARM__STATUS__OK, "served after the connection was killed (%d)",
+          rep ? (int)rep->status : -1);
+    uint64_t job3 = rep && rep->job ? rep->job->job_id : 0, tok3 = rep && rep->job ? rep->job->fencing_token : 0;
+    if (rep) kfarm__reply__free_unpacked(rep, NULL);
+    res.verdict = "ok";
+    res.job_id = job3;
+    res.fencing_token = tok3;
+    rep = call(sock, &key, &req);
+    CHECK(rep && rep->status == KFARM__STATUS__OK, "result for the re-leased job");
+    if (rep) kfarm__reply__free_unpacked(rep, NULL);
+    int finished = 0;
+    for (int i = 0; i < 30 && !finished; i++) {
+        sleep_ms(200);
+        finished = q1(db, "SELECT count(*) FROM campaigns WHERE name = 'srv' AND state = 'done'") == 1;
+    }
+    CHECK(finished, "campaign done");
+    char datajs[512];
+    snprintf(datajs, sizeof(datajs), "%s/data.js", dir);
+    sleep_ms(1500);
+    FILE *f = fopen(datajs, "r");
+    char head[64] = "";
+    if (f) {
+        if (!fgets(head, sizeof(head), f)) head[0] = 0;
+        fclose(f);
+    }
+    CHECK(strncmp(head, "window.KFARM_DATA", 17) == 0, "periodic export wrote data.js");
+
+end:
+    kill(pid, SIGTERM);
+    int status = 0, exited = 0;
+    for (int i = 0; i < 50; i++) {
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            exited = 1;
+            break;
+        }
+        sleep_ms(100);
+    }
+    if (!exited) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+    }
+    CHECK(exited && WIFEXITED(status) && WEXITSTATUS(status) == 0, "SIGTERM -> clean exit 0");
+    nn_close(sock);
+    kf_db_close(db);
+    if (g_fail) {
+        fprintf(stderr, "coordinator log kept: %s\n", logpath);
+    } else {
+        char cmd[512];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        if (system(cmd) != 0) fprintf(stderr, "cleanup failed\n");
+    }
+    printf("%d passed, %d failed\n", g_pass, g_fail);
+    return g_fail ? 1 : 0;
+}
