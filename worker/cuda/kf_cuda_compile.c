@@ -239,6 +239,9 @@ int kf_cuda_build(const kf_cuda_build_req *req, kf_cuda_build_res *res)
         DETAIL(KF_CUDA_BUILD_INFRA, "nvcc %s does not run (--version failed)", res->nvcc);
         return 0;
     }
+    /* nvcc runs in the scratch directory: make the source path absolute */
+    char src_abs[PATH_MAX];
+    if (!realpath(req->source_path, src_abs)) snprintf(src_abs, sizeof(src_abs), "%s", req->source_path);
     size_t srclen;
     char *src = kf_util_read_file(req->source_path, &srclen, SOURCE_CAP);
     if (!src) {
@@ -288,7 +291,7 @@ int kf_cuda_build(const kf_cuda_build_req *req, kf_cuda_build_res *res)
     }
     argv[ac++] = "-o";
     argv[ac++] = (char *)req->out_path;
-    argv[ac++] = (char *)req->source_path;
+    argv[ac++] = src_abs;
     for (int i = 0; i < req->n_libs; i++) {
         snprintf(libs[i], sizeof(libs[i]), "-l%s", req->libs[i]);
         argv[ac++] = libs[i];
@@ -310,7 +313,7 @@ int kf_cuda_build(const kf_cuda_build_req *req, kf_cuda_build_res *res)
     kp = srclen;
     kbuf[kp++] = 0;
     for (int i = 1; i < ac; i++) {
-        if (argv[i] == iflag || argv[i] == req->out_path || argv[i] == req->source_path) continue;
+        if (argv[i] == iflag || argv[i] == req->out_path || argv[i] == src_abs) continue;
         size_t l = strlen(argv[i]);
         memcpy(kbuf + kp, argv[i], l + 1);
         kp += l + 1;

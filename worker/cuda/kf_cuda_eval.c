@@ -164,6 +164,8 @@ int kf_cuda_eval_run(const kf_eval_req *req, const kf_task *t, kf_eval_res *res)
     memset(&bcand, 0, sizeof(bcand));
     const char *root = req->work_dir && *req->work_dir ? req->work_dir : getenv("TMPDIR");
     if (!root || !*root) root = "/tmp";
+    char root_abs[PATH_MAX];
+    if (kf_util_mkdirs(root) == 0 && realpath(root, root_abs)) root = root_abs;
     if (kf_util_mkdirs(root) != 0 || snprintf(dir, sizeof(dir), "%s/kfarm-cuda-XXXXXX", root) >= (int)sizeof(dir) ||
         !mkdtemp(dir)) {
         setv(res, KF_INFRA_ERROR, "cannot create work folder under %s: %s", root, strerror(errno));
