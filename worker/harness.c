@@ -159,6 +159,8 @@ __attribute__((noreturn, format(printf, 3, 4))) static int finish(run *r, kf_ver
     vsnprintf(detail, sizeof(detail), fmt, ap);
     va_end(ap);
     if (getpid() != r->pid) _exit(0); /* a fork the candidate made: never report */
+    fflush(stdout); /* keep what the candidate printed: _exit skips stdio */
+    fflush(stderr);
     json_t *o = json_object();
     json_object_set_new(o, "verdict", json_string(kf_verdict_name(v)));
     json_object_set_new(o, "detail", json_string(detail));

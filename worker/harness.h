@@ -20,8 +20,10 @@
  * candidate was loaded is the candidate's (it may have corrupted the
  * process); a death before that is the task's (infra_error). The nonce is
  * chosen by the parent per evaluation, so text a candidate prints cannot be
- * mistaken for a result (a determined candidate in the same address space
- * could still find it: see docs/architecture.md, known limits).
+ * mistaken for a result. Known limit: the candidate shares the child's
+ * address space, so a determined candidate could find the nonce and forge
+ * a record; closing that needs the harness in a separate process from the
+ * candidate (shared-memory buffers), which the CUDA child would share.
  *
  * The result JSON is {"verdict": name, "detail": line, "metrics": {...}}
  * where metrics holds "validation" (per shape and trial: max abs/rel error
