@@ -100,6 +100,25 @@ if [ -z "${CASES:-}" ] || [[ " $CASES " == *" b2 "* ]]; then
     else
         echo "ok   b2_nothing_cached: no cache entry after the failed build"; pass=$((pass + 1))
     fi
+    # a toolchain that runs but fails for worker reasons: disk full, broken install
+    mkdir -p "$TMP/fakecc"
+    printf '#!/bin/sh\n[ "$1" = "--version" ] && { echo "fakecc 1.0"; exit 0; }\necho "/usr/bin/ld: final link failed: No space left on device" >&2\nexit 1\n' >"$TMP/fakecc/cc-enospc"
+    printf '#!/bin/sh\n[ "$1" = "--version" ] && { echo "fakecc 1.0"; exit 0; }\necho "cc: cannot run the assembler" >&2\nexit 127\n' >"$TMP/fakecc/cc-127"
+    chmod +x "$TMP/fakecc/cc-enospc" "$TMP/fakecc/cc-127"
+    KFARM_CC=$TMP/fakecc/cc-enospc "$WORKER" "${common[@]}" >"$TMP/b2d.json" 2>"$TMP/b2d.json.err"
+    check b2_disk_full "$TMP/b2d.json" $? infra_error "No space left on device" -
+    KFARM_CC=$TMP/fakecc/cc-127 "$WORKER" "${common[@]}" >"$TMP/b2e.json" 2>"$TMP/b2e.json.err"
+    check b2_status_127 "$TMP/b2e.json" $? infra_error "127" -
+    # ...while the same words in the candidate's own diagnostics stay its compile_error
+    printf '#include "kf_abi.h"\n#error No space left on device\n' >"$TMP/fake_enospc.c"
+    "$WORKER" eval "$task" "$TMP/fake_enospc.c" --quick --json --work-dir "$TMP/work" --cache-dir "$cache" \
+        >"$TMP/b2f.json" 2>"$TMP/b2f.json.err"
+    check b2_error_text_in_source "$TMP/b2f.json" $? compile_error "No space left" -
+    n_cached=$(find "$cache" -name '*.so' 2>/dev/null | wc -l)
+    if [ "$n_cached" -ne 0 ]; then
+        echo "FAIL b2_still_nothing_cached: $n_cached cache entries after failed builds"
+        fail=$((fail + 1)); failed+=(b2_still_nothing_cached)
+    fi
     "$WORKER" "${common[@]}" >"$TMP/b2b.json" 2>"$TMP/b2b.json.err"
     check b2_rebuilt_after_fix "$TMP/b2b.json" $? ok "" -
     c1=$(field metrics.compile.candidate.cached "$TMP/b2b.json")
