@@ -23,6 +23,7 @@
 #include "kf_util.h"
 #include "log.h"
 #include "strategy.h"
+#include "strategy_llm.h"
 
 /* Read the task directory's files into a JSON object {name: content}. */
 static json_t *read_task_files(const char *dir, char *err, size_t errlen)
@@ -80,9 +81,13 @@ int kf_campaign_create(kf_db *db, const kf_campaign_spec *spec, int64_t *id,
         return -1;
     }
     if (!kf_strategy_find(strategy)) {
-        snprintf(err, errlen, "strategy '%s' is not implemented (available: tune)", strategy);
+        snprintf(err, errlen, "strategy '%s' is not implemented (available: tune, loop, beam, "
+                 "parallel)", strategy);
         return -1;
     }
+    if (strcmp(strategy, "tune") != 0 &&
+        kf_strategy_llm_check_config(strategy, spec->config_json, err, errlen) < 0)
+        return -1;
     kf_task t;
     char e2[1024];
     if (kf_task_load(spec->task_dir, &t, e2, sizeof(e2)) < 0) {

@@ -24,12 +24,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <curl/curl.h>
 
 #include "campaign.h"
 #include "db.h"
 #include "export.h"
 #include "kf_util.h"
 #include "kf_wire.h"
+#include "llm_service.h"
 #include "log.h"
 #include "queue.h"
 #include "server.h"
@@ -174,9 +176,20 @@ int main(int argc, char **argv)
                kf_db_schema_version(db, err, sizeof(err)), applied);
     }
 
+    /* LLM strategies: proposals are answered by a background thread with its
+     * own connection (llm_service.h), so a slow model never stalls dispatch. */
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    kf_llm_service *llm = kf_llm_service_start(conninfo, err, sizeof(err));
+    if (!llm) {
+        kf_log("llm service: %s", err);
+        kf_db_close(db);
+        return 1;
+    }
+
     kf_server *srv = kf_server_new(&cfg, db, err, sizeof(err));
     if (!srv) {
         kf_log("%s", err);
+        kf_llm_service_stop(llm);
         kf_db_close(db);
         return 1;
     }
@@ -215,6 +228,8 @@ int main(int argc, char **argv)
         kf_export_site(db, export_dir, err, sizeof(err)) < 0)
         kf_log("export: %s", err);
     kf_server_free(srv);
+    kf_llm_service_stop(llm);
+    curl_global_cleanup();
     kf_db_close(db);
     return rc;
 }
