@@ -28,6 +28,7 @@ CREATE TABLE proposals (
                                        'done', 'failed', 'rejected')),
     model             text,
     temperature       double precision,
+    llm_seed          bigint,                       -- sampling seed sent (parallel lineages)
     system_prompt     text,
     prompt            text,
     reply             text,

@@ -1,0 +1,310 @@
+/*
+ * llm_service.c -- the thread that turns requested proposals into replies.
+ * See llm_service.h for the life of a proposal on this side.
+ *
+ * Thread safety: the thread has its own kf_db and kf_llm_client; the only
+ * state shared with the caller is the stop flag (atomic) and the client's
+ * wakeup, which libcurl makes safe to call from another thread.
+ */
+#include "llm_service.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db.h"
+#include "kf_util.h"
+#include "llm.h"
+#include "log.h"
+
+#define KF_SVC_MAX_IN_FLIGHT 64
+#define KF_SVC_CLAIM_S 30
+#define KF_SVC_RENEW_S 10
+#define KF_SVC_POLL_S 0.3
+
+typedef struct inflight {
+    struct inflight *next;
+    int64_t proposal_id, campaign_id;
+} inflight;
+
+typedef struct unsaved {
+    struct unsaved *next;
+    kf_llm_reply reply;
+} unsaved;
+
+struct kf_llm_service {
+    pthread_t thread;
+    atomic_int stop;
+    char *conninfo;
+    kf_db *db;
+    kf_llm_client *client;
+    inflight *flying;
+    int n_flying;
+    unsaved *pending_writes;
+};
+
+static void i64s(char b[24], int64_t v) { snprintf(b, 24, "%lld", (long long)v); }
+
+static int campaign_flying(const kf_llm_service *s, int64_t cid)
+{
+    int n = 0;
+    for (inflight *f = s->flying; f; f = f->next) n += f->campaign_id == cid;
+    return n;
+}
+
+static char *flying_array(const kf_llm_service *s)
+{
+    char *a = malloc((size_t)s->n_flying * 24 + 4), *o = a;
+    if (!a) return NULL;
+    *o++ = '{';
+    int i = 0;
+    for (inflight *f = s->flying; f; f = f->next, i++)
+        o += sprintf(o, "%s%lld", i ? "," : "", (long long)f->proposal_id);
+    strcpy(o, "}");
+    return a;
+}
+
+/* Store a failure without an HTTP reply (config problem, submit refused). */
+static void fail_now(kf_llm_service *s, const char *pid, const char *reason)
+{
+    char err[512];
+    const char *p[2] = { pid, reason };
+    if (kf_db_cmd(s->db, "UPDATE proposals SET state = 'failed', reason = $2, finished_at = now(),"
+                         " claimed_until = NULL WHERE id = $1::bigint AND state = 'requested'",
+                  2, p, err, sizeof(err)) < 0)
+        kf_log("llm: proposal %s: cannot record failure: %s", pid, err);
+    kf_log("llm: proposal %s failed: %s", pid, reason);
+}
+
+/* Claim and submit what the limits allow. */
+static void claim(kf_llm_service *s)
+{
+    int room = KF_SVC_MAX_IN_FLIGHT - s->n_flying;
+    if (room <= 0) return;
+    char err[512], lim[16], claim_s[16];
+    snprintf(lim, sizeof(lim), "%d", room);
+    snprintf(claim_s, sizeof(claim_s), "%d", KF_SVC_CLAIM_S);
+    char *fly = flying_array(s);
+    if (!fly) return;
+    const char *p[3] = { lim, fly, claim_s };
+    PGresult *r = kf_db_exec(s->db,
+        "UPDATE proposals p SET claimed_until = now() + $3::int * interval '1 second' "
+        "FROM campaigns c WHERE c.id = p.campaign_id AND p.id IN ("
+        "  SELECT q.id FROM proposals q JOIN campaigns k ON k.id = q.campaign_id"
+        "  WHERE q.state = 'requested' AND k.state = 'running'"
+        "    AND (q.claimed_until IS NULL OR q.claimed_until < now())"
+        "    AND NOT (q.id = ANY($2::bigint[]))"
+        "  ORDER BY q.id FOR UPDATE OF q SKIP LOCKED LIMIT $1::int) "
+        "RETURNING p.id, p.campaign_id, c.config->'llm', p.system_prompt, p.prompt,"
+        "  p.temperature, p.llm_seed, c.name, p.round, p.slot", 3, p, err, sizeof(err));
+    free(fly);
+    if (!r) {
+        kf_log("llm: claiming proposals: %s", err);
+        return;
+    }
+    for (int i = 0; i < PQntuples(r); i++) {
+        const char *pid = PQgetvalue(r, i, 0);
+        int64_t cid = kf_db_i64(r, i, 1, 0);
+        json_t *lj = json_loads(PQgetvalue(r, i, 2), JSON_DECODE_ANY, NULL);
+        kf_llm_config cfg;
+        char e2[512];
+        if (kf_llm_config_from_json(lj, &cfg, e2, sizeof(e2)) < 0) {
+            json_decref(lj);
+            fail_now(s, pid, e2);
+            continue;
+        }
+        json_decref(lj);
+        if (campaign_flying(s, cid) >= cfg.max_in_flight) {
+            /* over this campaign's limit: give the claim back */
+            const char *pu[1] = { pid };
+            kf_db_cmd(s->db, "UPDATE proposals SET claimed_until = NULL WHERE id = $1::bigint",
+                      1, pu, e2, sizeof(e2));
+            continue;
+        }
+        if (!PQgetisnull(r, i, 5)) cfg.temperature = kf_db_f64(r, i, 5, cfg.temperature);
+        if (!PQgetisnull(r, i, 6)) cfg.seed = (long)kf_db_i64(r, i, 6, -1);
+        inflight *f = calloc(1, sizeof(*f));
+        if (!f) break;
+        f->proposal_id = kf_db_i64(r, i, 0, 0);
+        f->campaign_id = cid;
+        if (kf_llm_submit(s->client, &cfg, kf_db_str(r, i, 3), kf_db_str(r, i, 4),
+                          (uint64_t)f->proposal_id, e2, sizeof(e2)) < 0) {
+            free(f);
+            fail_now(s, pid, e2);
+            continue;
+        }
+        f->next = s->flying;
+        s->flying = f;
+        s->n_flying++;
+        kf_log("llm: campaign %s: proposal %s (round %s slot %s) sent to %s", PQgetvalue(r, i, 7),
+               pid, PQgetvalue(r, i, 8), PQgetvalue(r, i, 9), cfg.model);
+    }
+    PQclear(r);
+}
+
+static void renew(kf_llm_service *s)
+{
+    if (!s->n_flying) return;
+    char *fly = flying_array(s), err[512], claim_s[16];
+    if (!fly) return;
+    snprintf(claim_s, sizeof(claim_s), "%d", KF_SVC_CLAIM_S);
+    const char *p[2] = { fly, claim_s };
+    if (kf_db_cmd(s->db, "UPDATE proposals SET claimed_until = now() + $2::int * interval '1 second' "
+                         "WHERE id = ANY($1::bigint[]) AND state = 'requested'", 2, p, err,
+                  sizeof(err)) < 0)
+        kf_log("llm: renewing claims: %s", err);
+    free(fly);
+}
+
+/* Store one reply. Returns 0, or -1 when the database failed (retry later). */
+static int store(kf_llm_service *s, const kf_llm_reply *rep)
+{
+    char pid[24], pt[24], ct[24], att[16], st[16], lat[32], err[512];
+    i64s(pid, (int64_t)rep->tag);
+    i64s(pt, rep->prompt_tokens);
+    i64s(ct, rep->completion_tokens);
+    snprintf(att, sizeof(att), "%d", rep->attempts);
+    snprintf(st, sizeof(st), "%ld", rep->http_status);
+    snprintf(lat, sizeof(lat), "%.3f", rep->elapsed_s);
+    char *content = rep->content ? strdup(rep->content) : NULL;
+    if (content) kf_db_utf8_sanitize(content);
+    const char *p[10] = { pid, rep->ok ? "answered" : "failed", content,
+                          rep->finish_reason[0] ? rep->finish_reason : NULL,
+                          rep->prompt_tokens >= 0 ? pt : NULL,
+                          rep->completion_tokens >= 0 ? ct : NULL, att,
+                          rep->http_status ? st : NULL, lat, rep->ok ? NULL : rep->error };
+    int rc = kf_db_cmd(s->db,
+        "UPDATE proposals SET state = $2, reply = $3, finish_reason = $4, prompt_tokens = $5::int,"
+        "  completion_tokens = $6::int, attempts = attempts + $7::int, http_status = $8::int,"
+        "  latency_s = $9::double precision, reason = $10, answered_at = now(), claimed_until = NULL,"
+        "  finished_at = CASE WHEN $2 = 'failed' THEN now() END "
+        "WHERE id = $1::bigint AND state = 'requested'", 10, p, err, sizeof(err));
+    free(content);
+    if (rc < 0) {
+        kf_log("llm: proposal %s: cannot store the reply (kept, retrying): %s", pid, err);
+        return -1;
+    }
+    if (rep->ok)
+        kf_log("llm: proposal %s answered (%s, %ld+%ld tokens, %d attempts, %.1f s)", pid,
+               rep->finish_reason, rep->prompt_tokens, rep->completion_tokens, rep->attempts,
+               rep->elapsed_s);
+    else
+        kf_log("llm: proposal %s failed: %s", pid, rep->error);
+    return 0;
+}
+
+static void drop_flying(kf_llm_service *s, int64_t id)
+{
+    for (inflight **pp = &s->flying; *pp; pp = &(*pp)->next)
+        if ((*pp)->proposal_id == id) {
+            inflight *f = *pp;
+            *pp = f->next;
+            free(f);
+            s->n_flying--;
+            return;
+        }
+}
+
+static void *run(void *arg)
+{
+    kf_llm_service *s = arg;
+    char err[512];
+    double next_claim = 0, next_renew = 0;
+    while (!atomic_load(&s->stop)) {
+        double now = kf_util_now_s();
+        int db_ok = kf_db_ensure(s->db, err, sizeof(err)) == 0;
+        if (db_ok) {
+            /* replies that could not be stored earlier */
+            for (unsaved **pp = &s->pending_writes; *pp;) {
+                if (store(s, &(*pp)->reply) == 0) {
+                    unsaved *u = *pp;
+                    *pp = u->next;
+                    kf_llm_reply_free(&u->reply);
+                    free(u);
+                } else {
+                    break;
+                }
+            }
+            if (now >= next_claim) {
+                next_claim = now + KF_SVC_POLL_S;
+                claim(s);
+            }
+            if (now >= next_renew) {
+                next_renew = now + KF_SVC_RENEW_S;
+                renew(s);
+            }
+        }
+        if (kf_llm_perform(s->client, (int)(KF_SVC_POLL_S * 1000), err, sizeof(err)) < 0) {
+            kf_log("llm: %s", err);
+            struct timespec ts = { 0, 200000000L };
+            nanosleep(&ts, NULL);
+        }
+        kf_llm_reply rep;
+        while (kf_llm_next(s->client, &rep)) {
+            drop_flying(s, (int64_t)rep.tag);
+            if (store(s, &rep) == 0) {
+                kf_llm_reply_free(&rep);
+                continue;
+            }
+            unsaved *u = calloc(1, sizeof(*u));
+            if (!u) {
+                kf_llm_reply_free(&rep);
+                continue;
+            }
+            u->reply = rep;
+            unsaved **tail = &s->pending_writes;
+            while (*tail) tail = &(*tail)->next;
+            *tail = u;
+        }
+    }
+    return NULL;
+}
+
+kf_llm_service *kf_llm_service_start(const char *conninfo, char *err, size_t errlen)
+{
+    kf_llm_service *s = calloc(1, sizeof(*s));
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    atomic_init(&s->stop, 0);
+    if (!(s->db = kf_db_open(conninfo, err, errlen))) goto fail;
+    if (!(s->client = kf_llm_client_new(err, errlen))) goto fail;
+    if (pthread_create(&s->thread, NULL, run, s) != 0) {
+        snprintf(err, errlen, "cannot start the LLM thread");
+        goto fail;
+    }
+    return s;
+fail:
+    kf_llm_client_free(s->client);
+    kf_db_close(s->db);
+    free(s);
+    return NULL;
+}
+
+void kf_llm_service_stop(kf_llm_service *s)
+{
+    if (!s) return;
+    atomic_store(&s->stop, 1);
+    kf_llm_wakeup(s->client);
+    pthread_join(s->thread, NULL);
+    kf_llm_client_free(s->client);
+    while (s->flying) {
+        inflight *f = s->flying;
+        s->flying = f->next;
+        free(f);
+    }
+    while (s->pending_writes) {
+        unsaved *u = s->pending_writes;
+        s->pending_writes = u->next;
+        kf_llm_reply_free(&u->reply);
+        free(u);
+    }
+    kf_db_close(s->db);
+    free(s->conninfo);
+    free(s);
+}
