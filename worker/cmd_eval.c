@@ -30,9 +30,8 @@ int kf_worker_cmd_eval(int argc, char **argv);
 
 static int usage(const char *why)
 {
-    fprintf(stderr, "kfarm-worker eval: %s\n", why);
-    fprintf(stderr, "usage: kfarm-worker eval TASK_DIR CANDIDATE [--define NAME=V]... [--seed N] "
-                    "[--timeout S] [--quick] [--json] [--work-dir DIR] [--cache-dir DIR]\n");
+    fprintf(stderr, "kfarm-worker eval: %s (usage: kfarm-worker eval TASK_DIR CANDIDATE [--define NAME=V]... "
+                    "[--seed N] [--timeout S] [--quick] [--json] [--work-dir DIR] [--cache-dir DIR])\n", why);
     return 2;
 }
 

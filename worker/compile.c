@@ -93,8 +93,7 @@ static int resolve_program(const char *name, char *out, size_t cap)
             snprintf(cand, sizeof(cand), "%.*s/%s", (int)l, p, name);
             struct stat st;
             if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) && access(cand, X_OK) == 0) {
-                snprintf(out, cap, "%s", cand);
-                return 0;
+                return snprintf(out, cap, "%s", cand) < (int)cap ? 0 : -1;
             }
         }
         if (!c) break;
@@ -244,8 +243,7 @@ int kf_compile_run(const kf_compile_req *req, kf_compile_res *res)
     }
     char version[256] = "";
     if (compiler_version(res->compiler, req->scratch_dir, version, sizeof(version)) != 0) {
-        set_detail(res, KF_COMPILE_INFRA, "C compiler %s does not run (%s --version failed)",
-                   res->compiler, res->compiler);
+        set_detail(res, KF_COMPILE_INFRA, "C compiler %.400s does not run (%s--version failed)", res->compiler, " ");
         return 0;
     }
 

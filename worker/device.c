@@ -73,7 +73,7 @@ void kf_device_parse_cpuinfo(const char *text, kf_device *d)
     if (cpuinfo_field(text, "model name", buf, sizeof(buf)) == 0 ||
         cpuinfo_field(text, "Model Name", buf, sizeof(buf)) == 0 ||
         cpuinfo_field(text, "Hardware", buf, sizeof(buf)) == 0)
-        snprintf(d->name, sizeof(d->name), "%s", buf);
+        snprintf(d->name, sizeof(d->name), "%.127s", buf);
     if (cpuinfo_field(text, "cpu MHz", buf, sizeof(buf)) == 0 && d->clock_mhz == 0)
         d->clock_mhz = atof(buf);
     /* x86 "flags", arm64 "Features" */
@@ -126,7 +126,7 @@ int kf_device_discover_cpu(kf_device *d, char *err, size_t errlen)
     memset(d, 0, sizeof(*d));
     snprintf(d->backend, sizeof(d->backend), "cpu");
     struct utsname u;
-    if (uname(&u) == 0) snprintf(d->arch, sizeof(d->arch), "%s", u.machine);
+    if (uname(&u) == 0) snprintf(d->arch, sizeof(d->arch), "%.31s", u.machine);
     /* cores this process may use (containers and taskset restrict it) */
     cpu_set_t set;
     long n = 0;

@@ -334,9 +334,9 @@ int kf_eval_run(const kf_eval_req *req, kf_eval_res *res)
         e->dir[0] = 0;
         goto done;
     }
-    snprintf(e->build, sizeof(e->build), "%s/build", e->dir);
-    snprintf(e->rundir, sizeof(e->rundir), "%s/run", e->dir);
-    if (kf_util_mkdirs(e->build) != 0 || kf_util_mkdirs(e->rundir) != 0) {
+    if (snprintf(e->build, sizeof(e->build), "%s/build", e->dir) >= (int)sizeof(e->build) ||
+        snprintf(e->rundir, sizeof(e->rundir), "%s/run", e->dir) >= (int)sizeof(e->rundir) ||
+        kf_util_mkdirs(e->build) != 0 || kf_util_mkdirs(e->rundir) != 0) {
         set_verdict(res, KF_INFRA_ERROR, "cannot create %s: %s", e->build, strerror(errno));
         goto done;
     }

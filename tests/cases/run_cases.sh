@@ -4,7 +4,8 @@
 # Each tests/cases/NAME/ holds candidate.c and case.json:
 #   {"task": "<dir relative to the repo root>", "verdict": "<expected>",
 #    "detail_contains": "<optional substring of the detail>",
-#    "timeout": <optional seconds>, "env": {<optional extra environment>}}
+#    "timeout": <optional seconds>, "env": {<optional extra environment>},
+#    "defines": {<optional tunables, passed as --define NAME=VALUE>}}
 # Every case runs `kfarm-worker eval --quick --json` and must produce a
 # verdict (exit 0: the worker survived the candidate) equal to the expected
 # one, with the detail substring. Then B2: a build that fails because the
@@ -74,7 +75,9 @@ for dir in "$SRC"/tests/cases/*/; do
     sub=$(field detail_contains "$dir/case.json")
     to=$(field timeout "$dir/case.json")
     envs=$(python3 -c 'import json,sys; [print(f"{k}={v}") for k,v in json.load(open(sys.argv[1])).get("env",{}).items()]' "$dir/case.json")
+    defs=$(python3 -c 'import json,sys; [print(f"--define={k}={v}") for k,v in json.load(open(sys.argv[1])).get("defines",{}).items()]' "$dir/case.json")
     args=(eval "$SRC/$task" "$dir/candidate.c" --quick --json --seed 7 --work-dir "$TMP/work")
+    for d in $defs; do args+=(--define "${d#--define=}"); done
     [ -n "$to" ] && args+=(--timeout "$to")
     out=$TMP/$name.json
     t0=$(date +%s.%N)
@@ -130,6 +133,24 @@ if [ -z "${CASES:-}" ] || [[ " $CASES " == *" b2 "* ]]; then
         echo "FAIL b2_cache: cached after fix=$c1 (want false), on repeat=$c2 (want true)"
         fail=$((fail + 1)); failed+=(b2_cache)
     fi
+fi
+
+# ---- usage errors: non-zero exit with one line, no verdict ----
+if [ -z "${CASES:-}" ] || [[ " $CASES " == *" usage "* ]]; then
+    for bad in "eval" "eval $SRC/tests/tasks/axpy_f32" \
+               "eval $SRC/tests/tasks/axpy_f32 $SRC/tests/cases/tuned/candidate.c --define X=\$(rm)" \
+               "eval $SRC/tests/tasks/axpy_f32 $SRC/tests/cases/tuned/candidate.c --bogus"; do
+        # shellcheck disable=SC2086
+        "$WORKER" $bad >"$TMP/usage.out" 2>"$TMP/usage.err"
+        rc=$?
+        if [ "$rc" -ne 0 ] && [ "$(wc -l <"$TMP/usage.err")" -eq 1 ] && [ ! -s "$TMP/usage.out" ]; then
+            pass=$((pass + 1))
+        else
+            echo "FAIL usage: '$bad' exited $rc with $(wc -l <"$TMP/usage.err") stderr lines"
+            fail=$((fail + 1)); failed+=(usage)
+        fi
+    done
+    echo "ok   usage: bad command lines exit non-zero with a one-line reason"
 fi
 
 echo "run_cases: $(( $(date +%s) - start_all ))s"
