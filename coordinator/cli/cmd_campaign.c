@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <jansson.h>
 
 #include "campaign.h"
 #include "kf_util.h"
@@ -20,6 +21,7 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: kfarm campaign create NAME --task DIR [--strategy tune] [--target CLASS]...\n"
         "                             [--max-candidates N] [--seed FILE] [--max-attempts N]\n"
+        "                             [--config FILE]\n"
         "       kfarm campaign start NAME\n"
         "       kfarm campaign pause NAME\n"
         "       kfarm campaign status NAME\n"
@@ -34,6 +36,8 @@ static void usage(FILE *f)
         "  --max-candidates N  candidate budget (tune: an even sample of the variants)\n"
         "  --seed FILE         seed candidate (default: the task's seed file)\n"
         "  --max-attempts N    leases per job before it ends as a verdict (default 3)\n"
+        "  --config FILE       campaign file (JSON): strategy, LLM endpoint, budgets, review\n"
+        "                      (docs/campaign-config.md); command-line options win\n"
         "  --timeout S         wait: give up after S seconds (exit 1)\n");
 }
 
@@ -171,12 +175,13 @@ int kf_cli_cmd_campaign(int argc, char **argv)
         { "seed", required_argument, NULL, 'S' },
         { "max-attempts", required_argument, NULL, 'a' },
         { "timeout", required_argument, NULL, 'w' },
+        { "config", required_argument, NULL, 'C' },
         { "help", no_argument, NULL, 'h' },
         { 0 },
     };
     kf_campaign_spec spec;
     memset(&spec, 0, sizeof(spec));
-    const char *conninfo = NULL;
+    const char *conninfo = NULL, *config_path = NULL;
     double timeout = 0;
     long v;
     int c;
@@ -207,6 +212,7 @@ int kf_cli_cmd_campaign(int argc, char **argv)
             if (kf_cli_parse_double(optarg, &timeout) < 0)
                 return kf_cli_usage_error("campaign", "--timeout: expected seconds");
             break;
+        case 'C': config_path = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -219,6 +225,12 @@ int kf_cli_cmd_campaign(int argc, char **argv)
     if (needs_name && !name) return kf_cli_usage_error("campaign", "%s: missing campaign NAME", sub);
     if (optind + 1 + needs_name < argc)
         return kf_cli_usage_error("campaign", "unexpected argument '%s'", argv[optind + 1 + needs_name]);
+    char *config_text = NULL;
+    json_t *config = NULL;
+    if (config_path && strcmp(sub, "create") == 0) {
+        int crc = kf_cli_campaign_config(config_path, &spec, &config_text, &config);
+        if (crc) return crc;
+    }
     if (strcmp(sub, "create") == 0 && !spec.task_dir)
         return kf_cli_usage_error("campaign", "create: --task DIR is required");
     if (strcmp(sub, "create") && strcmp(sub, "start") && strcmp(sub, "pause") &&
@@ -236,9 +248,14 @@ int kf_cli_cmd_campaign(int argc, char **argv)
     } else if (strcmp(sub, "pause") == 0) {
         if (kf_campaign_pause(db, name, err, sizeof(err)) < 0) rc = kf_cli_fail("%s", err);
         else printf("campaign %s paused (leased jobs finish; nothing new is handed out)\n", name);
-    } else if (strcmp(sub, "status") == 0) rc = do_status(db, name);
+    } else if (strcmp(sub, "status") == 0) {
+        rc = do_status(db, name);
+        if (rc == 0) rc = kf_cli_campaign_progress(db, name);
+    }
     else if (strcmp(sub, "list") == 0) rc = do_list(db);
     else rc = do_wait(db, name, timeout);
     kf_db_close(db);
+    json_decref(config);
+    free(config_text);
     return rc;
 }

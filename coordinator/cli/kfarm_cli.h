@@ -14,6 +14,8 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <jansson.h>
+#include "campaign.h"
 #include "db.h"
 
 /* Commands: argv[0] is the command name ("campaign", "db", ...). */
@@ -24,6 +26,21 @@ int kf_cli_cmd_leaderboard(int argc, char **argv);
 int kf_cli_cmd_best(int argc, char **argv);
 int kf_cli_cmd_export(int argc, char **argv);
 int kf_cli_cmd_workers(int argc, char **argv);
+int kf_cli_cmd_review(int argc, char **argv);    /* cmd_review.c */
+int kf_cli_cmd_hint(int argc, char **argv);      /* cmd_hint.c */
+int kf_cli_cmd_candidate(int argc, char **argv); /* cmd_candidate.c */
+int kf_cli_cmd_docs(int argc, char **argv);      /* cmd_docs.c */
+
+/* LLM campaigns (campaign_llm.c). Read a campaign file (--config): fills
+ * spec fields the command line left unset (strategy, task, targets,
+ * max_candidates, max_attempts, seed_file; relative paths are relative to
+ * the file) and sets spec->config_json to the file's JSON. *text and *json
+ * keep the strings alive (caller frees: free / json_decref). Returns 0, or
+ * the exit status after printing the reason. */
+int kf_cli_campaign_config(const char *path, kf_campaign_spec *spec, char **text, json_t **json);
+/* Print the search progress of campaign `name` (proposals, tokens, budget
+ * bar on a terminal, stop reason). Returns 0, or 1 after printing why. */
+int kf_cli_campaign_progress(kf_db *db, const char *name);
 
 /* Print "kfarm: <message>" (printf-style) on stderr and return 1. */
 int kf_cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
