@@ -146,11 +146,20 @@ int kf_campaign_create(kf_db *db, const kf_campaign_spec *spec, int64_t *id,
         }
         tg[ntg++] = "cpu";
     }
-    for (int i = 0; i < ntg; i++)
+    for (int i = 0; i < ntg; i++) {
         if (!*tg[i] || strlen(tg[i]) > 100) {
             snprintf(err, errlen, "target class '%s' must be 1..100 characters", tg[i]);
             goto out;
         }
+        /* The obvious backend mismatches: a cpu task on a GPU class or the
+         * other way round would only produce `unsupported` verdicts. */
+        int cpu_class = strcmp(tg[i], "cpu") == 0, sm_class = strncmp(tg[i], "sm_", 3) == 0;
+        if ((strcmp(backend, "cpu") == 0 && sm_class) || (strcmp(backend, "cuda") == 0 && cpu_class)) {
+            snprintf(err, errlen, "task %s is a %s task: target class '%s' cannot run it",
+                     task_name, backend, tg[i]);
+            goto out;
+        }
+    }
     if (!(targets = kf_db_text_array(tg, ntg))) goto oom;
 
     canon = json_pack("{s:s, s:O}", "spec_text", spec_text, "files", files);
