@@ -20,7 +20,6 @@
  */
 #include "daemon.h"
 
-#if __has_include("device.h") /* TEMP: until worker/device.h lands */
 
 #include <errno.h>
 #include <getopt.h>
@@ -46,7 +45,7 @@ typedef struct {
     const char *coordinator;
     char worker_id[128];
     char work_dir[1024];
-    char cache_dir[1024];
+    char cache_dir[1100];
     int poll_ms;
     int max_jobs;          /* stop after this many jobs (0 = never) */
     int quick;             /* fewer timing repetitions (tests, demos) */
@@ -210,7 +209,7 @@ static void run_job(daemon_cfg *c, const Kfarm__Job *job, const char *backend, k
     char task_dir[1536], job_dir[1536], src[2048];
     if (materialize_task(c, job, task_dir, sizeof(task_dir)) < 0) {
         res->verdict = KF_INFRA_ERROR;
-        snprintf(res->detail, sizeof(res->detail), "cannot write task files under %s: %s", c->work_dir,
+        snprintf(res->detail, sizeof(res->detail), "cannot write task files under %.900s: %s", c->work_dir,
                  strerror(errno));
         return;
     }
@@ -218,7 +217,7 @@ static void run_job(daemon_cfg *c, const Kfarm__Job *job, const char *backend, k
     snprintf(src, sizeof(src), "%s/candidate.%s", job_dir, strcmp(backend, "cuda") ? "c" : "cu");
     if (kf_util_mkdirs(job_dir) < 0 || kf_util_write_file(src, job->source.data, job->source.len) < 0) {
         res->verdict = KF_INFRA_ERROR;
-        snprintf(res->detail, sizeof(res->detail), "cannot write %s: %s", src, strerror(errno));
+        snprintf(res->detail, sizeof(res->detail), "cannot write %.900s: %s", src, strerror(errno));
         return;
     }
     kf_eval_req req = {0};
@@ -434,13 +433,3 @@ int kf_daemon_main(int argc, char **argv)
     nn_close(c.sock);
     return 0;
 }
-#else
-#include <stdio.h>
-int kf_daemon_main(int argc, char **argv)
-{
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "kfarm-worker run: not built yet\n");
-    return 1;
-}
-#endif
