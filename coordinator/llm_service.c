@@ -22,13 +22,14 @@
 #include "log.h"
 
 #define KF_SVC_MAX_IN_FLIGHT 64
-#define KF_SVC_CLAIM_S 30
-#define KF_SVC_RENEW_S 10
+#define KF_SVC_CLAIM_MARGIN_S 10  /* claim = one attempt's timeout + this */
+#define KF_SVC_RENEW_S 3
 #define KF_SVC_POLL_S 0.3
 
 typedef struct inflight {
     struct inflight *next;
     int64_t proposal_id, campaign_id;
+    int claim_s;            /* claim length: renewed every KF_SVC_RENEW_S */
 } inflight;
 
 typedef struct unsaved {
@@ -87,7 +88,8 @@ static void claim(kf_llm_service *s)
     if (room <= 0) return;
     char err[512], lim[16], claim_s[16];
     snprintf(lim, sizeof(lim), "%d", room);
-    snprintf(claim_s, sizeof(claim_s), "%d", KF_SVC_CLAIM_S);
+    /* first claim: short; renewed with the campaign's own timeout below */
+    snprintf(claim_s, sizeof(claim_s), "%d", KF_SVC_CLAIM_MARGIN_S);
     char *fly = flying_array(s);
     if (!fly) return;
     const char *p[3] = { lim, fly, claim_s };
@@ -131,6 +133,7 @@ static void claim(kf_llm_service *s)
         if (!f) break;
         f->proposal_id = kf_db_i64(r, i, 0, 0);
         f->campaign_id = cid;
+        f->claim_s = (int)cfg.timeout_s + 1 + KF_SVC_CLAIM_MARGIN_S;
         if (kf_llm_submit(s->client, &cfg, kf_db_str(r, i, 3), kf_db_str(r, i, 4),
                           (uint64_t)f->proposal_id, e2, sizeof(e2)) < 0) {
             free(f);
@@ -146,18 +149,22 @@ static void claim(kf_llm_service *s)
     PQclear(r);
 }
 
+/* Extend the claims of everything in flight (a request can last one
+ * attempt's timeout; backoff waits are shorter than the margin). */
 static void renew(kf_llm_service *s)
 {
-    if (!s->n_flying) return;
-    char *fly = flying_array(s), err[512], claim_s[16];
-    if (!fly) return;
-    snprintf(claim_s, sizeof(claim_s), "%d", KF_SVC_CLAIM_S);
-    const char *p[2] = { fly, claim_s };
-    if (kf_db_cmd(s->db, "UPDATE proposals SET claimed_until = now() + $2::int * interval '1 second' "
-                         "WHERE id = ANY($1::bigint[]) AND state = 'requested'", 2, p, err,
-                  sizeof(err)) < 0)
-        kf_log("llm: renewing claims: %s", err);
-    free(fly);
+    char err[512], id[24], claim_s[16];
+    for (inflight *f = s->flying; f; f = f->next) {
+        i64s(id, f->proposal_id);
+        snprintf(claim_s, sizeof(claim_s), "%d", f->claim_s);
+        const char *p[2] = { id, claim_s };
+        if (kf_db_cmd(s->db, "UPDATE proposals SET claimed_until = now() + $2::int * interval '1 second' "
+                             "WHERE id = $1::bigint AND state = 'requested'", 2, p, err,
+                      sizeof(err)) < 0) {
+            kf_log("llm: renewing claims: %s", err);
+            return;
+        }
+    }
 }
 
 /* Store one reply. Returns 0, or -1 when the database failed (retry later). */

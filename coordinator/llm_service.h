@@ -8,8 +8,9 @@
  * (llm.h) in one dedicated thread:
  *
  *   every ~0.3 s: claim requested proposals of running campaigns
- *                 (FOR UPDATE SKIP LOCKED; claimed_until = now() + 30 s,
- *                 renewed every 10 s while the request is in flight), up to
+ *                 (FOR UPDATE SKIP LOCKED; claimed_until = now() + the
+ *                 campaign's per-attempt timeout + 10 s, renewed every 3 s
+ *                 while the request is in flight), up to
  *                 each campaign's llm.max_in_flight and 64 overall, and
  *                 submit them;
  *   meanwhile:    drive the transfers (curl multi, many in flight);

@@ -88,7 +88,18 @@ void kf_prompt_opts_default(kf_prompt_opts *o)
 /* ---- normalization ---- */
 
 static int is_word(int c) { return isalnum(c) || c == '_'; }
-static int is_op(int c) { return c && strchr("+-*/%&|<>=!^.:#", c) != NULL; }
+/* Whether dropping the space between a and b would fuse two tokens into one
+ * ("- -" -> "--", "a b" -> "ab"). */
+static int fuses(char a, char b)
+{
+    static const char *const pairs[] = { "++", "--", "&&", "||", "<<", ">>", "==", "!=", "<=",
+                                          ">=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=",
+                                          "->", "::", "##", "//", "/*", "*/", "..", "<:", "%:" };
+    if (is_word((unsigned char)a) && is_word((unsigned char)b)) return 1;
+    for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++)
+        if (pairs[i][0] == a && pairs[i][1] == b) return 1;
+    return 0;
+}
 
 char *kf_prompt_normalize(const char *src)
 {
@@ -126,11 +137,11 @@ char *kf_prompt_normalize(const char *src)
             i++;
             continue;
         }
-        /* a token character: flush pending whitespace */
+        /* a token character: flush pending whitespace (line breaks survive
+         * only around preprocessor lines) */
+        if (at_line_start && c == '#' && o > out && last != '\n') pending_nl = 1;
         if (pending_nl && o > out) *o++ = '\n';
-        else if (pending_ws && o > out && last != '\n' &&
-                 ((is_word((unsigned char)last) && is_word((unsigned char)c)) ||
-                  (is_op((unsigned char)last) && is_op((unsigned char)c))))
+        else if (pending_ws && o > out && last != '\n' && fuses(last, c))
             *o++ = ' ';
         if (pending_nl || o == out) last = '\n';
         pending_ws = pending_nl = 0;
