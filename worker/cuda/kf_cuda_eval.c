@@ -86,7 +86,21 @@ static void gpu_from_json(json_t *j, kf_cuda_gpu *g)
     g->temp_c = json_number_value(json_object_get(j, "temp_c"));
 }
 
-static const char *const DEV_WRITE[] = {"/dev", NULL};
+static const char *const DEV_WRITE_DEFAULT[] = {"/dev", NULL};
+
+/* Writable paths for the CUDA child under Landlock: /dev (the driver opens
+ * /dev/nvidia* read-write), or $KFARM_CUDA_WRITE_DIRS (colon-separated;
+ * diagnostics). buf holds the split copy. */
+static const char *const *dev_write_dirs(char *buf, size_t cap, const char **arr, int n)
+{
+    const char *e = getenv("KFARM_CUDA_WRITE_DIRS");
+    if (!e || !*e) return DEV_WRITE_DEFAULT;
+    snprintf(buf, cap, "%s", e);
+    int k = 0;
+    for (char *sv = NULL, *p = strtok_r(buf, ":", &sv); p && k < n - 1; p = strtok_r(NULL, ":", &sv)) arr[k++] = p;
+    arr[k] = NULL;
+    return arr;
+}
 
 int kf_cuda_discover(kf_cuda_gpu *gpus, int cap, char *err, size_t errlen)
 {
@@ -101,7 +115,10 @@ int kf_cuda_discover(kf_cuda_gpu *gpus, int cap, char *err, size_t errlen)
     kf_harness_cfg hc;
     kf_harness_new_nonce(&hc);
     memcpy(cfg.nonce, hc.nonce, sizeof(cfg.nonce));
-    kf_sandbox_req sr = {.scratch_dir = dir, .timeout_s = 60, .write_dirs = DEV_WRITE, .fn = kf_cuda_child, .arg = &cfg};
+    char wbuf[1024];
+    const char *warr[9];
+    kf_sandbox_req sr = {.scratch_dir = dir, .timeout_s = 60, .write_dirs = dev_write_dirs(wbuf, sizeof(wbuf), warr, 9), .fn = kf_cuda_child, .arg = &cfg,
+                         .no_isolation = getenv("KFARM_CUDA_NO_ISOLATION") != NULL};
     kf_sandbox_res sb;
     int n = -1;
     if (kf_sandbox_run(&sr, &sb) != 0) {
@@ -276,8 +293,11 @@ int kf_cuda_eval_run(const kf_eval_req *req, const kf_task *t, kf_eval_res *res)
         kf_harness_cfg hc;
         kf_harness_new_nonce(&hc);
         memcpy(cfg.nonce, hc.nonce, sizeof(cfg.nonce));
-        kf_sandbox_req sr = {.scratch_dir = dir, .timeout_s = limit, .write_dirs = DEV_WRITE, .tick = req->tick,
-                             .tick_arg = req->tick_arg, .fn = kf_cuda_child, .arg = &cfg};
+        char wbuf[1024];
+        const char *warr[9];
+        kf_sandbox_req sr = {.scratch_dir = dir, .timeout_s = limit, .write_dirs = dev_write_dirs(wbuf, sizeof(wbuf), warr, 9), .tick = req->tick,
+                             .tick_arg = req->tick_arg, .fn = kf_cuda_child, .arg = &cfg,
+                             .no_isolation = getenv("KFARM_CUDA_NO_ISOLATION") != NULL};
         kf_sandbox_res sb;
         if (kf_sandbox_run(&sr, &sb) != 0) {
             setv(res, KF_INFRA_ERROR, "could not start the evaluation child: %s", sb.err);
