@@ -76,7 +76,9 @@ for dir in "$SRC"/tests/cases/*/; do
     to=$(field timeout "$dir/case.json")
     envs=$(python3 -c 'import json,sys; [print(f"{k}={v}") for k,v in json.load(open(sys.argv[1])).get("env",{}).items()]' "$dir/case.json")
     defs=$(python3 -c 'import json,sys; [print(f"--define={k}={v}") for k,v in json.load(open(sys.argv[1])).get("defines",{}).items()]' "$dir/case.json")
-    args=(eval "$SRC/$task" "$dir/candidate.c" --quick --json --seed 7 --work-dir "$TMP/work")
+    # one compile cache for all cases: the task's reference and baseline build once
+    args=(eval "$SRC/$task" "$dir/candidate.c" --quick --json --seed 7 --work-dir "$TMP/work"
+          --cache-dir "$TMP/cases-cache")
     for d in $defs; do args+=(--define "${d#--define=}"); done
     [ -n "$to" ] && args+=(--timeout "$to")
     out=$TMP/$name.json
