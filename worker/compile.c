@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include "compile.h"
+#include "device.h"
 #include "sandbox.h"
 #include "kf_tune.h"
 #include "kf_util.h"
@@ -310,7 +311,16 @@ int kf_compile_run(const kf_compile_req *req, kf_compile_res *res)
         memcpy(kbuf + kp, argv[i], l + 1);
         kp += l + 1;
     }
-    kp += (size_t)snprintf(kbuf + kp, 4096, "%s%c%s%c", res->compiler, 0, version, 0);
+    /* -march=native means "this CPU": a cache copied to another machine must miss */
+    kf_device dev;
+    memset(&dev, 0, sizeof(dev));
+    char *ci = kf_util_read_file("/proc/cpuinfo", NULL, 16u << 20);
+    if (ci) {
+        kf_device_parse_cpuinfo(ci, &dev);
+        free(ci);
+    }
+    kp += (size_t)snprintf(kbuf + kp, 4096, "%s%c%s%c%s%c%s%c", res->compiler, 0, version, 0, dev.name, 0,
+                           dev.features, 0);
     if (abitext) {
         memcpy(kbuf + kp, abitext, abilen);
         kp += abilen;

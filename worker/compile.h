@@ -18,8 +18,9 @@
  * retried elsewhere -- and never cached.
  *
  * Cache: <cache_dir>/<key>.so, key = sha256 over the source bytes, every
- * flag and define, the compiler's resolved path and `--version` text, and
- * the ABI header. Only successful builds are stored (written to a temporary
+ * flag and define, the compiler's resolved path and `--version` text, the
+ * ABI header, and the CPU model and SIMD flags (-march=native depends on
+ * the machine, so a cache copied elsewhere misses). Only successful builds are stored (written to a temporary
  * name and renamed, so a crash never leaves a half file under the key).
  *
  * The forbidden-symbol check also lives here because it inspects build

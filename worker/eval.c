@@ -218,9 +218,12 @@ static void judge_child(ev *e, const kf_harness_cfg *hc, const kf_sandbox_res *s
         else if (in_load)
             set_verdict(res, KF_LOAD_ERROR, "the candidate crashed with %s (%s) while being loaded "
                         "(shared-object constructor)", signal_name(sb->signal), strsignal(sb->signal));
-        else
+        else if (strstr(phase, "candidate"))
             set_verdict(res, KF_RUNTIME_ERROR, "candidate crashed with %s (%s) during: %s", signal_name(sb->signal),
                         strsignal(sb->signal), phase);
+        else /* the task's code ran, but the candidate was loaded and may have corrupted the process */
+            set_verdict(res, KF_RUNTIME_ERROR, "crashed with %s (%s) during: %s -- blamed on the candidate, which "
+                        "was loaded in the process", signal_name(sb->signal), strsignal(sb->signal), phase);
         break;
     case KF_SANDBOX_EXITED:
         if (result) {
