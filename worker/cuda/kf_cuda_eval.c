@@ -14,8 +14,8 @@
  *   4. forbid check on the candidate's undefined dynamic symbols and source
  *      (W's kf_compile_find_forbidden) -> rejected_cheat (C9);
  *   5. the sandboxed child (kf_cuda_harness.c) with the task's time limit;
- *      Landlock must let it open /dev/nvidia* read-write, so /dev is added
- *      to its writable paths;
+ *      Landlock must let it open /dev/nvidia* read-write and write its own
+ *      /proc/self/task/<tid>/comm (cuInit), so those are its writable paths;
  *   6. its report (or how it died) -> verdict: a timeout is the candidate's
  *      `timeout` (R2), a crash after the candidate was loaded its
  *      runtime_error, before that infra_error.
@@ -86,7 +86,11 @@ static void gpu_from_json(json_t *j, kf_cuda_gpu *g)
     g->temp_c = json_number_value(json_object_get(j, "temp_c"));
 }
 
-static const char *const DEV_WRITE_DEFAULT[] = {"/dev", NULL};
+/* CUDA's cuInit writes /proc/<pid>/task/<tid>/comm (thread names); without
+ * it Landlock makes cuInit fail with cudaErrorOperatingSystem (seen on the
+ * H200 host; also NVIDIA/OpenShell#1486). The rule is added in the child, so
+ * /proc/self/task is the child's own task folder, not all of /proc. */
+static const char *const DEV_WRITE_DEFAULT[] = {"/dev", "/proc/self/task", NULL};
 
 /* Writable paths for the CUDA child under Landlock: /dev (the driver opens
  * /dev/nvidia* read-write), or $KFARM_CUDA_WRITE_DIRS (colon-separated;
