@@ -47,7 +47,18 @@ int kf_worker_cmd_eval(int argc, char **argv)
     char defbuf[KF_EVAL_MAX_DEFINES][160];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--json")) {
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            printf("usage: kfarm-worker eval TASK_DIR CANDIDATE [options]\n"
+                   "  --define NAME=V   tunable value, compiled as -DNAME=V (repeatable)\n"
+                   "  --seed N          input seed (default 1)\n"
+                   "  --timeout S       wall-clock limit of the evaluation child (default: the task's)\n"
+                   "  --quick           fewer timing repetitions\n"
+                   "  --json            print one JSON object (verdict, detail, timings, metrics, compile log)\n"
+                   "  --work-dir DIR    scratch root (default $TMPDIR or /tmp)\n"
+                   "  --cache-dir DIR   compile cache (default $KFARM_CACHE_DIR; none if unset)\n"
+                   "Exit status: 0 when a verdict was produced, 2 on bad usage.\n");
+            return 0;
+        } else if (!strcmp(a, "--json")) {
             json_out = 1;
         } else if (!strcmp(a, "--quick")) {
             req.quick = 1;
