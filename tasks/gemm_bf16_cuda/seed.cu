@@ -36,13 +36,13 @@
 #define BN 128
 #endif
 #ifndef BK
-#define BK 32
+#define BK 64
 #endif
 #ifndef WARPS_M
-#define WARPS_M 2
+#define WARPS_M 4
 #endif
 #ifndef WARPS_N
-#define WARPS_N 4
+#define WARPS_N 2
 #endif
 #ifndef VEC
 #define VEC 8
@@ -187,10 +187,11 @@ __global__ void __launch_bounds__(kThreads) gemm_seed(const __nv_bfloat16 *__res
         for (long long k0 = 0; k0 < K; k0 += BK) {
             load_tiles<V>(A, B, As, Bs, M, N, K, bm0, bn0, k0);
             __syncthreads();
-#pragma unroll
+#pragma unroll 1
             for (int q = 0; q < kEPT; q++) {
                 const int e = threadIdx.x + q * kThreads, r = e / BN, c = e % BN;
                 float s = acc[q];
+#pragma unroll 8
                 for (int kk = 0; kk < BK; kk++)
                     s = fmaf(__bfloat162float(As[r * kLDA + kk]), __bfloat162float(Bs[kk * kLDB + c]), s);
                 acc[q] = s;

@@ -27,10 +27,10 @@
 // kfarm:tune VEC=1,4
 // kfarm:tune STATS=0,1,2
 #ifndef TPR
-#define TPR 256
+#define TPR 128
 #endif
 #ifndef RPB
-#define RPB 1
+#define RPB 2
 #endif
 #ifndef VEC
 #define VEC 4

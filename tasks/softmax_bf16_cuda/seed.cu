@@ -27,10 +27,10 @@
 // kfarm:tune VEC=1,8
 // kfarm:tune FAST_EXP=0,1
 #ifndef TPR
-#define TPR 256
+#define TPR 32
 #endif
 #ifndef RPB
-#define RPB 1
+#define RPB 2
 #endif
 #ifndef VEC
 #define VEC 8

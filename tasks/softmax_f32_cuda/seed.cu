@@ -25,7 +25,7 @@
 // kfarm:tune VEC=1,4
 // kfarm:tune FAST_EXP=0,1
 #ifndef TPR
-#define TPR 256
+#define TPR 128
 #endif
 #ifndef RPB
 #define RPB 1
