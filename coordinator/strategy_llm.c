@@ -505,7 +505,7 @@ static int score_round(kf_db *db, const char *cid, const char *strategy, const l
         json_object_set_new(state, "lineage_best", lb);
         json_object_set_new(state, "lineage_score", ls);
     }
-    if (round > 0) {
+    if (round > 0 && !jint(state, "endpoint_failures", 0)) { /* dead rounds do not count */
         int64_t plateau = improved ? 0 : jint(state, "plateau", 0) + 1;
         json_object_set_new(state, "plateau", json_integer(plateau));
     }
@@ -652,6 +652,43 @@ static int new_round(kf_db *db, const char *cid, const char *strategy, const llm
     return n;
 }
 
+/* After a completed round: when none of its proposals got a reply from the
+ * endpoint, set state.resume_at (epoch s) and count the failures; reset
+ * once any reply arrives. Round 0 (the seed) has no proposals. */
+static int endpoint_backoff(kf_db *db, const char *cid, const char *name, json_t *state,
+                            double now_epoch, char *err, size_t errlen)
+{
+    int64_t round = jint(state, "round", 0);
+    if (round == 0 || jint(state, "backoff_round", -1) == round)
+        return 0; /* no proposals, or this round was already judged */
+    char rs[24];
+    i64s(rs, round);
+    const char *p[2] = { cid, rs };
+    PGresult *r = kf_db_exec(db,
+        "SELECT count(*), count(*) FILTER (WHERE reply IS NULL AND kind = 'llm' AND state = 'failed'),"
+        "  max(reason) FILTER (WHERE reply IS NULL) "
+        "FROM proposals WHERE campaign_id = $1::bigint AND round = $2::int", 2, p, err, errlen);
+    if (!r) return -1;
+    long total = (long)kf_db_i64(r, 0, 0, 0), dead = (long)kf_db_i64(r, 0, 1, 0);
+    char reason[256];
+    snprintf(reason, sizeof(reason), "%s", kf_db_str(r, 0, 2) ? kf_db_str(r, 0, 2) : "");
+    PQclear(r);
+    json_object_set_new(state, "backoff_round", json_integer(round));
+    if (total == 0 || dead < total) {
+        json_object_del(state, "endpoint_failures");
+        json_object_del(state, "resume_at");
+        return 0;
+    }
+    int64_t n = jint(state, "endpoint_failures", 0) + 1;
+    double wait = 5.0 * pow(2.0, (double)(n - 1 < 6 ? n - 1 : 6));
+    if (wait > 300) wait = 300;
+    json_object_set_new(state, "endpoint_failures", json_integer(n));
+    json_object_set_new(state, "resume_at", json_real(now_epoch + wait));
+    kf_log("campaign %s: no reply from the model in round %lld (%s); next round in %.0f s",
+           name, (long long)round, reason, wait);
+    return 0;
+}
+
 static int save_state(kf_db *db, const char *cid, json_t *state, char *err, size_t errlen)
 {
     char *s = json_dumps(state, JSON_COMPACT);
@@ -677,7 +714,8 @@ static int llm_step(const char *strategy, kf_db *db, int64_t campaign_id, int *f
     if (kf_db_begin(db, err, errlen) < 0) return -1;
     PGresult *r = kf_db_exec(db,
         "SELECT config::text, strategy_state::text, name,"
-        "  extract(epoch FROM now() - COALESCE(started_at, now())) / 3600.0 "
+        "  extract(epoch FROM now() - COALESCE(started_at, now())) / 3600.0,"
+        "  extract(epoch FROM now()) "
         "FROM campaigns WHERE id = $1::bigint AND state = 'running' FOR UPDATE", 1, p, err, errlen);
     if (!r) goto fail;
     if (PQntuples(r) == 0) {
@@ -686,7 +724,7 @@ static int llm_step(const char *strategy, kf_db *db, int64_t campaign_id, int *f
     }
     char name[256];
     snprintf(name, sizeof(name), "%s", PQgetvalue(r, 0, 2));
-    double hours = kf_db_f64(r, 0, 3, 0);
+    double hours = kf_db_f64(r, 0, 3, 0), now_epoch = kf_db_f64(r, 0, 4, 0);
     cfgj = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
     state = json_loads(PQgetvalue(r, 0, 1), 0, NULL);
     PQclear(r);
@@ -716,7 +754,12 @@ static int llm_step(const char *strategy, kf_db *db, int64_t campaign_id, int *f
     long open = (long)(kf_db_i64(r, 0, 0, 0) + kf_db_i64(r, 0, 1, 0));
     PQclear(r);
     if (open > 0) goto save;
-    /* The round is complete. */
+    /* The round is complete. A round in which the endpoint never answered
+     * (unreachable, key variable unset, every request failing) must not
+     * spin: wait before the next one, doubling up to 5 minutes. */
+    if (jnum(state, "resume_at", 0) > now_epoch) goto save;
+    if (endpoint_backoff(db, cid, name, state, now_epoch, err, errlen) < 0) goto fail;
+    if (jnum(state, "resume_at", 0) > now_epoch) goto save;
     if (score_round(db, cid, strategy, &c, state, err, errlen) < 0) goto fail;
     char why[256];
     int dberr = 0;
