@@ -52,7 +52,10 @@ int main(void)
     CHECK(&st, frac > 0.8 && frac < 0.9, "frac %f", frac);
     CHECK(&st, kf_cuda_classify(2000, 1e12, 1e8, 990000, 4800, NULL) == KF_BOUND_COMPUTE, "compute");
     CHECK(&st, kf_cuda_classify(5, 1e3, 1e3, 990000, 4800, NULL) == KF_BOUND_LATENCY, "short = latency");
-    CHECK(&st, kf_cuda_classify(1000, 1e3, 1e3, 990000, 4800, NULL) == KF_BOUND_LATENCY, "tiny fraction = latency");
+    CHECK(&st, kf_cuda_classify(1000, 1e3, 1e3, 990000, 4800, NULL) == KF_BOUND_LATENCY, "tiny work = latency");
+    /* a slow compute-heavy kernel far below its roof is still compute bound */
+    CHECK(&st, kf_cuda_classify(50, 2.0 * 1024 * 1024 * 1024, 8e6, 1070000, 4800, NULL) == KF_BOUND_COMPUTE,
+          "slow gemm = compute");
     CHECK(&st, kf_cuda_classify(0, 1, 1, 1, 1, NULL) == KF_BOUND_UNKNOWN, "unknown");
     CHECK(&st, !strcmp(kf_cuda_bound_name(KF_BOUND_MEMORY), "memory"), "name");
 

@@ -86,10 +86,10 @@ typedef enum { KF_BOUND_UNKNOWN = 0, KF_BOUND_MEMORY, KF_BOUND_COMPUTE, KF_BOUND
 
 /* Roofline classification of one timed call: time_us (µs), flops and bytes
  * from the task's formulas, device peaks (GFLOP/s, GB/s). latency/launch when
- * the call is short (< 10 µs) or reaches < 5% of the roofline at its
- * intensity; else memory when intensity (flop/byte) is below the ridge point
- * peak_gflops/peak_gbs, compute above it. *roof_frac (optional) receives the
- * achieved fraction of the roofline bound. */
+ * the call is short (< 10 µs) or its roofline time -- max(bytes/peak_bw,
+ * flops/peak_flops) -- is under 1 µs; else memory when the intensity
+ * (flop/byte) is below the ridge point peak_gflops/peak_gbs, compute above it.
+ * *roof_frac (optional) receives roofline time / measured time. */
 kf_cuda_bound kf_cuda_classify(double time_us, double flops, double bytes, double peak_gflops,
                                double peak_gbs, double *roof_frac);
 const char *kf_cuda_bound_name(kf_cuda_bound b);
@@ -183,8 +183,10 @@ typedef struct {
     kf_cuda_ptxas_fn fn[KF_CUDA_MAX_PTXAS];
 } kf_cuda_build_res;
 
-/* Locate nvcc: compile-time KFARM_NVCC if executable, else $KFARM_NVCC, else
- * `nvcc` on PATH, else /usr/local/cuda/bin/nvcc. 0, or -1 if none found. */
+/* Locate nvcc: $KFARM_NVCC if set (must be executable: a set but broken value
+ * is "not found", never silently replaced), else the compile-time KFARM_NVCC
+ * (the toolkit CMake found), else `nvcc` on PATH, else
+ * /usr/local/cuda/bin/nvcc. 0, or -1 if none found. */
 int kf_cuda_find_nvcc(char *out, size_t cap);
 
 /* Whether an arch string is valid: "sm_" + 2-3 digits + optional 'a' or 'f'. */

@@ -48,14 +48,14 @@ static int is_exec(const char *p) { return p && *p && access(p, X_OK) == 0; }
 
 int kf_cuda_find_nvcc(char *out, size_t cap)
 {
-#ifdef KFARM_NVCC
-    if (is_exec(KFARM_NVCC)) return snprintf(out, cap, "%s", KFARM_NVCC) < (int)cap ? 0 : -1;
-#endif
     const char *env = getenv("KFARM_NVCC");
     if (env && *env) {
         if (is_exec(env)) return snprintf(out, cap, "%s", env) < (int)cap ? 0 : -1;
         return -1; /* an explicit setting that does not work is not silently replaced */
     }
+#ifdef KFARM_NVCC
+    if (is_exec(KFARM_NVCC)) return snprintf(out, cap, "%s", KFARM_NVCC) < (int)cap ? 0 : -1;
+#endif
     const char *path = getenv("PATH");
     if (path) {
         const char *p = path;

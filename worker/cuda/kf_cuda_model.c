@@ -150,7 +150,9 @@ kf_cuda_bound kf_cuda_classify(double time_us, double flops, double bytes, doubl
     double t_roof = t_mem > t_cmp ? t_mem : t_cmp;
     double frac = t_roof / time_us;
     if (roof_frac) *roof_frac = frac;
-    if (time_us < 10.0 || frac < 0.05) return KF_BOUND_LATENCY;
+    /* latency/launch: the call is short, or the work is so small that even
+     * at peak it would take under 1 µs (launch overhead dominates) */
+    if (time_us < 10.0 || t_roof < 1.0) return KF_BOUND_LATENCY;
     return t_mem >= t_cmp ? KF_BOUND_MEMORY : KF_BOUND_COMPUTE;
 }
 
