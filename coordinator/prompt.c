@@ -418,7 +418,7 @@ int kf_prompt_build(kf_db *db, int64_t campaign_id, int64_t parent_id,
     add_shapes(&u, json_object_get(spec, "benchmark"), "Benchmark shapes (timed)");
     json_t *tol = json_object_get(spec, "tolerance");
     if (tol) {
-        char *t = json_dumps(tol, JSON_COMPACT);
+        char *t = json_dumps(tol, JSON_COMPACT | JSON_REAL_PRECISION(6));
         sb_printf(&u, "Tolerances: %s\n", t ? t : "?");
         free(t);
     }
