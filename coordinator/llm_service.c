@@ -50,13 +50,6 @@ struct kf_llm_service {
 
 static void i64s(char b[24], int64_t v) { snprintf(b, 24, "%lld", (long long)v); }
 
-static int campaign_flying(const kf_llm_service *s, int64_t cid)
-{
-    int n = 0;
-    for (inflight *f = s->flying; f; f = f->next) n += f->campaign_id == cid;
-    return n;
-}
-
 static char *flying_array(const kf_llm_service *s)
 {
     char *a = malloc((size_t)s->n_flying * 24 + 4), *o = a;
@@ -91,19 +84,41 @@ static void claim(kf_llm_service *s)
     /* first claim: short; renewed with the campaign's own timeout below */
     snprintf(claim_s, sizeof(claim_s), "%d", KF_SVC_CLAIM_MARGIN_S);
     char *fly = flying_array(s);
-    if (!fly) return;
-    const char *p[3] = { lim, fly, claim_s };
+    json_t *per = json_object();
+    for (inflight *f = s->flying; f; f = f->next) {
+        char k[24];
+        i64s(k, f->campaign_id);
+        json_object_set_new(per, k, json_integer(json_integer_value(json_object_get(per, k)) + 1));
+    }
+    char *perj = json_dumps(per, JSON_COMPACT);
+    json_decref(per);
+    if (!fly || !perj) {
+        free(fly);
+        free(perj);
+        return;
+    }
+    /* Candidates in id order, at most each campaign's llm.max_in_flight
+     * minus what is already in flight for it. The UPDATE re-checks the
+     * claim on each row, so two coordinators never claim the same row. */
+    const char *p[4] = { lim, fly, claim_s, perj };
     PGresult *r = kf_db_exec(s->db,
+        "WITH fly AS (SELECT key::bigint AS cid, value::int AS n FROM jsonb_each_text($4::jsonb)),"
+        " cand AS (SELECT q.id, row_number() OVER (PARTITION BY q.campaign_id ORDER BY q.id) AS rn,"
+        "   COALESCE(floor((k.config->'llm'->>'max_in_flight')::numeric)::int, 8)"
+        "     - COALESCE(f.n, 0) AS room"
+        "   FROM proposals q JOIN campaigns k ON k.id = q.campaign_id"
+        "   LEFT JOIN fly f ON f.cid = q.campaign_id"
+        "   WHERE q.state = 'requested' AND k.state = 'running'"
+        "     AND (q.claimed_until IS NULL OR q.claimed_until < now())"
+        "     AND NOT (q.id = ANY($2::bigint[]))) "
         "UPDATE proposals p SET claimed_until = now() + $3::int * interval '1 second' "
-        "FROM campaigns c WHERE c.id = p.campaign_id AND p.id IN ("
-        "  SELECT q.id FROM proposals q JOIN campaigns k ON k.id = q.campaign_id"
-        "  WHERE q.state = 'requested' AND k.state = 'running'"
-        "    AND (q.claimed_until IS NULL OR q.claimed_until < now())"
-        "    AND NOT (q.id = ANY($2::bigint[]))"
-        "  ORDER BY q.id FOR UPDATE OF q SKIP LOCKED LIMIT $1::int) "
+        "FROM campaigns c WHERE c.id = p.campaign_id"
+        "  AND p.id IN (SELECT id FROM cand WHERE rn <= room ORDER BY id LIMIT $1::int)"
+        "  AND p.state = 'requested' AND (p.claimed_until IS NULL OR p.claimed_until < now()) "
         "RETURNING p.id, p.campaign_id, c.config->'llm', p.system_prompt, p.prompt,"
-        "  p.temperature, p.llm_seed, c.name, p.round, p.slot", 3, p, err, sizeof(err));
+        "  p.temperature, p.llm_seed, c.name, p.round, p.slot", 4, p, err, sizeof(err));
     free(fly);
+    free(perj);
     if (!r) {
         kf_log("llm: claiming proposals: %s", err);
         return;
@@ -120,13 +135,6 @@ static void claim(kf_llm_service *s)
             continue;
         }
         json_decref(lj);
-        if (campaign_flying(s, cid) >= cfg.max_in_flight) {
-            /* over this campaign's limit: give the claim back */
-            const char *pu[1] = { pid };
-            kf_db_cmd(s->db, "UPDATE proposals SET claimed_until = NULL WHERE id = $1::bigint",
-                      1, pu, e2, sizeof(e2));
-            continue;
-        }
         if (!PQgetisnull(r, i, 5)) cfg.temperature = kf_db_f64(r, i, 5, cfg.temperature);
         if (!PQgetisnull(r, i, 6)) cfg.seed = (long)kf_db_i64(r, i, 6, -1);
         inflight *f = calloc(1, sizeof(*f));

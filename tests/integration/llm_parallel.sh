@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # A `parallel` campaign: 2 independent lineages, each with its own
 # temperature and sampling seed, each continuing from its own best. The
-# scripted server answers 4 requests; the campaign runs its 2 rounds.
+# scripted server answers 4 requests; the campaign runs its 2 rounds. With
+# llm.max_in_flight 1 the two lineages' requests go one at a time.
 source "$(dirname "$0")/../lib.sh"
 source "$KFARM_SRC/tests/llm/lib_llm.sh"
 
 kf db migrate
 start_fake_llm "$KFARM_SRC/tests/llm/parallel_script.json"
 llm_config "$T_DIR/par.json" parallel kf-par ', "lineages": 2, "temperatures": [0.2, 0.9], "max_rounds": 2, "tune_max_variants": 2'
+sed -i 's/"backoff_max_s": 0.5}/"backoff_max_s": 0.5, "max_in_flight": 1}/' "$T_DIR/par.json"
 start_coordinator
 start_worker w1
 start_worker w2
@@ -27,4 +29,8 @@ check "temperature and seed were sent to the server" eq \
 check "round 2 continues each lineage from its own best (or the seed when it failed)" eq \
   "$(sql "SELECT count(*) $P AND p.round = 2 AND p.parent_id NOT IN (SELECT k.id FROM candidates k LEFT JOIN proposals q ON q.id = k.proposal_id WHERE k.campaign_id = c.id AND (k.proposer = 'seed' OR q.lineage = p.lineage))")" 0
 check "every proposal has prompt, reply and tokens" eq "$(sql "SELECT count(*) $P AND p.prompt <> '' AND p.reply <> '' AND p.completion_tokens > 0")" 4
+check "max_in_flight 1: the 1 s replies of round 1 did not overlap" python3 -c "
+import json, sys
+t = sorted(json.loads(l)['t'] for l in open('$LLM_LOG'))
+sys.exit(0 if t[1] - t[0] >= 0.9 else 1)"
 finish
