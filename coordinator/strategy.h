@@ -14,7 +14,8 @@
  * transaction). Slow work (LLM calls) must not be done while holding the
  * campaign's row lock.
  *
- * Implemented: tune (strategy_tune.c). Next: loop, beam, parallel (LLM).
+ * Implemented: tune (strategy_tune.c); loop, beam, parallel (strategy_llm.c,
+ * LLM-driven, with human review: see strategy_llm.h).
  */
 #ifndef KF_STRATEGY_H
 #define KF_STRATEGY_H
