@@ -113,6 +113,27 @@ int main(void)
         CHECK(&st, WIFEXITED(status) && WEXITSTATUS(status) == 0, "task builds for %s failed (see above)", archs[a]);
     }
 
+    /* the CUDA hostile cases compile (they run on a GPU via tools/gpu-check);
+     * wrong_arch is an arch failure for plain sm_90 (B1) */
+    char cdir[1100];
+    snprintf(cdir, sizeof(cdir), "%s/tests/cases_cuda", srcdir ? srcdir : ".");
+    DIR *cd = opendir(cdir);
+    struct dirent *ce;
+    int ncases = 0;
+    while (cd && (ce = readdir(cd))) {
+        size_t l = strlen(ce->d_name);
+        if (l < 4 || strcmp(ce->d_name + l - 3, ".cu") != 0) continue;
+        char src[1400];
+        snprintf(src, sizeof(src), "%s/%s", cdir, ce->d_name);
+        build(src, "sm_90", cache, 0, NULL, NULL, &r);
+        int want = !strcmp(ce->d_name, "wrong_arch.cu") ? KF_CUDA_BUILD_ARCH : KF_CUDA_BUILD_OK;
+        CHECK(&st, (int)r.status == want, "case %s: status %d, want %d: %s", ce->d_name, r.status, want, r.detail);
+        kf_cuda_build_res_free(&r);
+        ncases++;
+    }
+    if (cd) closedir(cd);
+    CHECK(&st, ncases >= 10, "found %d CUDA cases in %s", ncases, cdir);
+
     /* B1: sm_90a-only instructions */
     char wg[700];
     write_src("wgmma.cu",
