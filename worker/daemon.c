@@ -49,6 +49,8 @@ typedef struct {
     int poll_ms;
     int max_jobs;          /* stop after this many jobs (0 = never) */
     int quick;             /* fewer timing repetitions (tests, demos) */
+    int gpu;               /* GPU index this worker serves (cuda backend) */
+    int cpu_only;          /* serve the cpu backend even where a GPU answers */
     int sock;
     kf_wire_key key;
     volatile sig_atomic_t *stop;
@@ -227,6 +229,7 @@ static void run_job(daemon_cfg *c, const Kfarm__Job *job, const char *backend, k
     req.work_dir = job_dir;
     req.cache_dir = c->cache_dir;
     req.quick = c->quick;
+    req.gpu_index = c->gpu;
     req.n_defines = (int)(job->n_defines < KF_EVAL_MAX_DEFINES ? job->n_defines : KF_EVAL_MAX_DEFINES);
     for (int i = 0; i < req.n_defines; i++) {
         req.define_names[i] = job->defines[i]->name;
@@ -286,6 +289,8 @@ static void usage(FILE *f)
             "  --poll-ms N         idle poll interval (default 500)\n"
             "  --max-jobs N        exit after N jobs (default: run until SIGTERM)\n"
             "  --quick             fewer timing repetitions (tests and demos)\n"
+            "  --gpu N             serve GPU N (default 0); run one worker per GPU\n"
+            "  --cpu               serve the cpu backend even on a GPU host\n"
             "The fleet key comes from $KFARM_FLEET_KEY or the file $KFARM_FLEET_KEY_FILE.\n");
 }
 
@@ -315,10 +320,11 @@ int kf_daemon_main(int argc, char **argv)
         {"coordinator", required_argument, 0, 'c'}, {"id", required_argument, 0, 'i'},
         {"work-dir", required_argument, 0, 'w'},    {"poll-ms", required_argument, 0, 'p'},
         {"max-jobs", required_argument, 0, 'm'},    {"quick", no_argument, 0, 'q'},
+        {"gpu", required_argument, 0, 'g'},         {"cpu", no_argument, 0, 'C'},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     int o;
     optind = 1;
-    while ((o = getopt_long(argc, argv, "c:i:w:p:m:qh", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "c:i:w:p:m:qg:Ch", opts, NULL)) != -1) {
         switch (o) {
         case 'c': c.coordinator = optarg; break;
         case 'i': id = optarg; break;
@@ -326,6 +332,8 @@ int kf_daemon_main(int argc, char **argv)
         case 'p': c.poll_ms = atoi(optarg); break;
         case 'm': c.max_jobs = atoi(optarg); break;
         case 'q': c.quick = 1; break;
+        case 'g': c.gpu = atoi(optarg); break;
+        case 'C': c.cpu_only = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -356,7 +364,7 @@ int kf_daemon_main(int argc, char **argv)
     kf_device dev;
     char classes[8][128];
     int n_classes = 0;
-    if (kf_device_discover(&dev, classes, 8, &n_classes, err, sizeof(err)) < 0) {
+    if (kf_device_discover(&dev, c.cpu_only ? -1 : c.gpu, classes, 8, &n_classes, err, sizeof(err)) < 0) {
         fprintf(stderr, "kfarm-worker: device discovery failed: %s\n", err);
         return 1;
     }

@@ -179,33 +179,40 @@ static void add_class(char classes[][128], int max, int *n, const char *c)
     (*n)++;
 }
 
-int kf_device_discover(kf_device *d, char classes[][128], int max_classes, int *n_classes, char *err,
-                       size_t errlen)
+int kf_device_discover(kf_device *d, int gpu, char classes[][128], int max_classes, int *n_classes,
+                       char *err, size_t errlen)
 {
     *n_classes = 0;
 #ifdef KFARM_HAVE_CUDA
-    kf_cuda_gpu g[KF_CUDA_MAX_GPUS];
+    kf_cuda_gpu gs[KF_CUDA_MAX_GPUS];
     char cerr[256] = "";
-    int ng = kf_cuda_discover(g, KF_CUDA_MAX_GPUS, cerr, sizeof(cerr));
+    int ng = gpu >= 0 ? kf_cuda_discover(gs, KF_CUDA_MAX_GPUS, cerr, sizeof(cerr)) : 0;
+    if (gpu >= 0 && ng > 0 && gpu >= ng) {
+        snprintf(err, errlen, "GPU %d requested but only %d visible", gpu, ng);
+        return -1;
+    }
+    const kf_cuda_gpu *g = ng > 0 ? &gs[gpu] : NULL;
     if (ng > 0) {
         memset(d, 0, sizeof(*d));
         snprintf(d->backend, sizeof(d->backend), "cuda");
-        snprintf(d->name, sizeof(d->name), "%s", g[0].name);
-        snprintf(d->arch, sizeof(d->arch), "%s", g[0].arch);
-        d->sm_count = (uint32_t)g[0].sm_count;
-        d->memory_bytes = g[0].memory_bytes;
-        d->bandwidth_gbs = g[0].peak_gbs;
-        d->clock_mhz = g[0].sm_clock_mhz;
-        d->l2_bytes = g[0].l2_bytes;
-        snprintf(d->features, sizeof(d->features), "cc %d.%d driver %s", g[0].cc_major, g[0].cc_minor,
-                 g[0].driver);
-        d->peak_gflops_f32 = g[0].peak_gflops_f32;
-        d->peak_gflops_bf16 = g[0].peak_gflops_bf16;
+        snprintf(d->name, sizeof(d->name), "%s", g->name);
+        snprintf(d->arch, sizeof(d->arch), "%s", g->arch);
+        d->sm_count = (uint32_t)g->sm_count;
+        d->memory_bytes = g->memory_bytes;
+        d->bandwidth_gbs = g->peak_gbs;
+        d->clock_mhz = g->sm_clock_mhz;
+        d->l2_bytes = g->l2_bytes;
+        snprintf(d->features, sizeof(d->features), "cc %d.%d driver %s", g->cc_major, g->cc_minor,
+                 g->driver);
+        d->peak_gflops_f32 = g->peak_gflops_f32;
+        d->peak_gflops_bf16 = g->peak_gflops_bf16;
         add_class(classes, max_classes, n_classes, "cuda");
         add_class(classes, max_classes, n_classes, d->arch);
         add_class(classes, max_classes, n_classes, d->name);
         return 0;
     }
+#else
+    (void)gpu;
 #endif
     if (kf_device_discover_cpu(d, err, errlen) != 0) return -1;
     add_class(classes, max_classes, n_classes, "cpu");

@@ -44,7 +44,7 @@ int main(void)
     char classes[8][128];
     int n = 0;
     kf_device d2;
-    CHECK(&st, kf_device_discover(&d2, classes, 8, &n, err, sizeof(err)) == 0 && n >= 1, "discover classes: %s", err);
+    CHECK(&st, kf_device_discover(&d2, -1, classes, 8, &n, err, sizeof(err)) == 0 && n >= 1, "discover classes: %s", err);
     if (!strcmp(d2.backend, "cpu")) CHECK(&st, n >= 1 && !strcmp(classes[0], "cpu"), "first class '%s'", classes[0]);
     printf("device: %s, %s, %u cores, %.0f MHz, %llu MiB, LLC %llu KiB, [%s], peak f32 %.0f GFLOP/s\n", d.name, d.arch,
            d.sm_count, d.clock_mhz, (unsigned long long)(d.memory_bytes >> 20), (unsigned long long)(d.l2_bytes >> 10),

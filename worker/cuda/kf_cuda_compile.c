@@ -236,7 +236,7 @@ int kf_cuda_build(const kf_cuda_build_req *req, kf_cuda_build_res *res)
     }
     char version[4096] = "";
     if (nvcc_version(res->nvcc, req->scratch_dir, version, sizeof(version)) != 0) {
-        DETAIL(KF_CUDA_BUILD_INFRA, "nvcc %s does not run (--version failed)", res->nvcc);
+        DETAIL(KF_CUDA_BUILD_INFRA, "nvcc %.400s does not run (--version failed)", res->nvcc);
         return 0;
     }
     /* nvcc runs in the scratch directory: make the source path absolute */

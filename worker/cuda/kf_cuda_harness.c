@@ -260,7 +260,7 @@ static int fill_gpu(int dev, kf_cuda_gpu *g, nvml_t *nv)
     memset(g, 0, sizeof(*g));
     if (cudaGetDeviceProperties(&p, dev) != cudaSuccess) return -1;
     g->index = dev;
-    snprintf(g->name, sizeof(g->name), "%s", p.name);
+    snprintf(g->name, sizeof(g->name), "%.127s", p.name);
     g->cc_major = p.major;
     g->cc_minor = p.minor;
     snprintf(g->arch, sizeof(g->arch), "sm_%d%d", p.major, p.minor);
