@@ -4,19 +4,64 @@
  *     kfarm-worker run --coordinator ADDR [options]    the networked daemon (daemon.c)
  *     kfarm-worker eval TASK_DIR CANDIDATE [options]   one local evaluation, no
  *                                                      coordinator or database (cmd_eval.c)
+ *     kfarm-worker devices [--gpu N | --cpu]           what this worker would register
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "daemon.h"
+#include "device.h"
 
 int kf_worker_cmd_eval(int argc, char **argv);
+
+/* `kfarm-worker devices [--gpu N | --cpu]`: print the device and routing
+ * classes this worker would register, as JSON. */
+static int cmd_devices(int argc, char **argv)
+{
+    int gpu = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--gpu") && i + 1 < argc) gpu = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--cpu")) gpu = -1;
+        else {
+            fprintf(stderr, "usage: kfarm-worker devices [--gpu N | --cpu]\n");
+            return strcmp(argv[i], "--help") ? 2 : 0;
+        }
+    }
+    kf_device d;
+    char classes[8][128], err[256];
+    int n = 0;
+    if (kf_device_discover(&d, gpu, classes, 8, &n, err, sizeof(err)) < 0) {
+        fprintf(stderr, "kfarm-worker: device discovery failed: %s\n", err);
+        return 1;
+    }
+    json_t *cl = json_array();
+    for (int i = 0; i < n; i++) json_array_append_new(cl, json_string(classes[i]));
+    json_t *o = json_pack("{s:s,s:s,s:s,s:I,s:I,s:f,s:f,s:I,s:s,s:f,s:f,s:o}", "backend", d.backend, "name",
+                          d.name, "arch", d.arch, "sm_count", (json_int_t)d.sm_count, "memory_bytes",
+                          (json_int_t)d.memory_bytes, "bandwidth_gbs", d.bandwidth_gbs, "clock_mhz",
+                          d.clock_mhz, "l2_bytes", (json_int_t)d.l2_bytes, "features", d.features,
+                          "peak_gflops_f32", d.peak_gflops_f32, "peak_gflops_bf16", d.peak_gflops_bf16,
+                          "classes", cl);
+    if (!o) {
+        fprintf(stderr, "kfarm-worker: cannot encode device (invalid UTF-8 in a name?)\n");
+        return 1;
+    }
+    char *s = json_dumps(o, JSON_INDENT(2));
+    puts(s);
+    free(s);
+    json_decref(o);
+    return 0;
+}
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: kfarm-worker <command> [options]\n"
                "  run   --coordinator ADDR ...       serve jobs from a coordinator\n"
                "  eval  TASK_DIR CANDIDATE [...]     evaluate one candidate locally, print JSON\n"
+               "  devices [--gpu N | --cpu]         show the device and routing classes to register\n"
                "Run 'kfarm-worker <command> --help' for the options of a command.\n");
 }
 
@@ -28,6 +73,7 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "eval")) return kf_worker_cmd_eval(argc - 1, argv + 1);
     if (!strcmp(argv[1], "run")) return kf_daemon_main(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "devices")) return cmd_devices(argc - 1, argv + 1);
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return 0;
