@@ -105,7 +105,7 @@ static int resolve_program(const char *name, char *out, size_t cap)
 }
 
 typedef struct {
-    char **argv;
+    char *const *argv;
 } exec_arg;
 
 static int exec_fn(void *arg, int report_fd)
@@ -142,8 +142,7 @@ static const char *infra_phrase(const char *log, const char *source_path)
     return NULL;
 }
 
-/* First line of the log that mentions "error" (else the first line). */
-static void first_error(const char *log, char *out, size_t cap)
+void kf_compile_first_error(const char *log, int fatal_too, char *out, size_t cap)
 {
     const char *line = log, *best = NULL;
     while (line && *line) {
@@ -151,39 +150,73 @@ static void first_error(const char *log, char *out, size_t cap)
         size_t l = nl ? (size_t)(nl - line) : strlen(line);
         char tmp[1024];
         snprintf(tmp, sizeof(tmp), "%.*s", (int)(l < sizeof(tmp) ? l : sizeof(tmp) - 1), line);
-        if (strstr(tmp, "error")) {
+        if (strstr(tmp, "error") || (fatal_too && strstr(tmp, "fatal"))) {
             best = line;
             break;
         }
         line = nl ? nl + 1 : NULL;
     }
-    if (!best) best = log;
+    if (!best) best = log ? log : "";
     const char *nl = strchr(best, '\n');
     size_t l = nl ? (size_t)(nl - best) : strlen(best);
     if (l >= cap) l = cap - 1;
     snprintf(out, cap, "%.*s", (int)l, best);
 }
 
-/* Run the compiler with --version; first line into ver. */
-static int compiler_version(const char *cc, const char *scratch, char *ver, size_t cap)
+int kf_compile_tool_version(const char *tool, const char *scratch_dir, double timeout_s,
+                            const char *must_contain, int first_line, char *ver, size_t cap)
 {
-    char *argv[] = {(char *)cc, "--version", NULL};
+    char *argv[] = {(char *)tool, "--version", NULL};
     exec_arg ea = {argv};
-    kf_sandbox_req sr = {.scratch_dir = scratch, .timeout_s = 20, .fn = exec_fn, .arg = &ea,
+    kf_sandbox_req sr = {.scratch_dir = scratch_dir, .timeout_s = timeout_s, .fn = exec_fn, .arg = &ea,
                          .no_isolation = 1, .output_cap = 4096};
     kf_sandbox_res res;
     if (kf_sandbox_run(&sr, &res) != 0) return -1;
-    int ok = res.how == KF_SANDBOX_EXITED && res.exit_status == 0;
+    int ok = res.how == KF_SANDBOX_EXITED && res.exit_status == 0 &&
+             (!must_contain || strstr(res.output, must_contain));
     if (ok) {
-        char *nl = strchr(res.output, '\n');
-        if (nl) *nl = 0;
+        if (first_line) {
+            char *nl = strchr(res.output, '\n');
+            if (nl) *nl = 0;
+        }
         snprintf(ver, cap, "%s", res.output);
     }
     kf_sandbox_res_free(&res);
     return ok ? 0 : -1;
 }
 
-static int copy_file(const char *from, const char *to)
+int kf_compile_exec(char *const argv[], const char *scratch_dir, const char *out_path, double timeout_s,
+                    uint64_t fsize_limit, size_t output_cap, int (*tick)(void *arg), void *tick_arg,
+                    kf_sandbox_res *sb)
+{
+    /* the output directory must be writable in the sandbox */
+    char outdir[PATH_MAX];
+    snprintf(outdir, sizeof(outdir), "%s", out_path);
+    const char *wdirs[] = {dirname(outdir), NULL};
+    unlink(out_path);
+    exec_arg ea = {argv};
+    kf_sandbox_req sr = {.scratch_dir = scratch_dir,
+                         .timeout_s = timeout_s,
+                         .fsize_limit = fsize_limit,
+                         .output_cap = output_cap,
+                         .write_dirs = wdirs,
+                         .tick = tick,
+                         .tick_arg = tick_arg,
+                         .fn = exec_fn,
+                         .arg = &ea};
+    return kf_sandbox_run(&sr, sb);
+}
+
+int kf_compile_cache_put(const char *entry, const char *from)
+{
+    char tmp[PATH_MAX + 128];
+    snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", entry, (long)getpid());
+    if (kf_compile_copy_file(from, tmp) == 0 && rename(tmp, entry) == 0) return 0;
+    unlink(tmp);
+    return -1;
+}
+
+int kf_compile_copy_file(const char *from, const char *to)
 {
     size_t len;
     char *data = kf_util_read_file(from, &len, (size_t)1 << 30);
@@ -243,7 +276,7 @@ int kf_compile_run(const kf_compile_req *req, kf_compile_res *res)
         return 0;
     }
     char version[256] = "";
-    if (compiler_version(res->compiler, req->scratch_dir, version, sizeof(version)) != 0) {
+    if (kf_compile_tool_version(res->compiler, req->scratch_dir, 20, NULL, 1, version, sizeof(version)) != 0) {
         set_detail(res, KF_COMPILE_INFRA, "C compiler %.400s does not run (%s--version failed)", res->compiler, " ");
         return 0;
     }
@@ -334,7 +367,7 @@ int kf_compile_run(const kf_compile_req *req, kf_compile_res *res)
     int use_cache = req->cache_dir && *req->cache_dir &&
                     snprintf(cpath, sizeof(cpath), "%s/%s.so", req->cache_dir, res->key) < (int)sizeof(cpath);
     if (use_cache && is_elf_file(cpath)) {
-        if (copy_file(cpath, req->out_path) == 0) {
+        if (kf_compile_copy_file(cpath, req->out_path) == 0) {
             res->cached = 1;
             res->status = KF_COMPILE_OK;
             snprintf(res->detail, sizeof(res->detail), "cache hit %s", res->key);
@@ -349,23 +382,10 @@ int kf_compile_run(const kf_compile_req *req, kf_compile_res *res)
     }
 
     /* build in a sandbox; the output directory must be writable there */
-    char outdir[PATH_MAX];
-    snprintf(outdir, sizeof(outdir), "%s", req->out_path);
-    char *od = dirname(outdir);
-    const char *wdirs[] = {od, NULL};
-    unlink(req->out_path);
-    exec_arg ea = {argv};
-    kf_sandbox_req sr = {.scratch_dir = req->scratch_dir,
-                         .timeout_s = req->timeout_s > 0 ? req->timeout_s : 120,
-                         .fsize_limit = 256u << 20,
-                         .output_cap = LOG_CAP,
-                         .write_dirs = wdirs,
-                         .tick = req->tick,
-                         .tick_arg = req->tick_arg,
-                         .fn = exec_fn,
-                         .arg = &ea};
+    double timeout_s = req->timeout_s > 0 ? req->timeout_s : 120;
     kf_sandbox_res sb;
-    int rc = kf_sandbox_run(&sr, &sb);
+    int rc = kf_compile_exec(argv, req->scratch_dir, req->out_path, timeout_s, 256u << 20, LOG_CAP, req->tick,
+                             req->tick_arg, &sb);
     res->seconds = sb.wall_s;
     if (rc != 0) {
         set_detail(res, KF_COMPILE_INFRA, "could not start the compiler: %s%s", sb.err, "");
@@ -379,7 +399,7 @@ int kf_compile_run(const kf_compile_req *req, kf_compile_res *res)
     switch (sb.how) {
     case KF_SANDBOX_TIMEOUT: {
         char secs[32];
-        snprintf(secs, sizeof(secs), "%.0f", sr.timeout_s);
+        snprintf(secs, sizeof(secs), "%.0f", timeout_s);
         set_detail(res, KF_COMPILE_FAILED, "compilation exceeded the %s s limit%s", secs, "");
         break;
     }
@@ -400,20 +420,16 @@ int kf_compile_run(const kf_compile_req *req, kf_compile_res *res)
             }
             res->status = KF_COMPILE_OK;
             snprintf(res->detail, sizeof(res->detail), "built in %.2f s", sb.wall_s);
-            if (use_cache && kf_util_mkdirs(req->cache_dir) == 0) {
-                char tmp[PATH_MAX + 32];
-                snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", cpath, (long)getpid());
-                if (copy_file(req->out_path, tmp) == 0 && rename(tmp, cpath) == 0) break;
-                unlink(tmp); /* caching is an optimisation: a failure here is not the build's */
-            }
+            /* caching is an optimisation: a failure here is not the build's */
+            if (use_cache && kf_util_mkdirs(req->cache_dir) == 0) kf_compile_cache_put(cpath, req->out_path);
             break;
         }
         if (phrase || sb.exit_status == 127 || sb.exit_status == 126) {
-            first_error(res->log, line, sizeof(line));
+            kf_compile_first_error(res->log, 0, line, sizeof(line));
             set_detail(res, KF_COMPILE_INFRA, "compiler could not run properly (status %s): %s",
                        sb.exit_status == 127 ? "127" : sb.exit_status == 126 ? "126" : "non-zero", line);
         } else {
-            first_error(res->log, line, sizeof(line));
+            kf_compile_first_error(res->log, 0, line, sizeof(line));
             set_detail(res, KF_COMPILE_FAILED, "%s%s", line[0] ? line : "compiler failed with no output", "");
         }
         break;

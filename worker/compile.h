@@ -33,7 +33,9 @@
 #define KF_COMPILE_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "kf_task.h"
+#include "sandbox.h"
 
 typedef enum {
     KF_COMPILE_OK = 0,
@@ -76,6 +78,42 @@ int kf_compile_abi_dir(char *buf, size_t cap);
 int kf_compile_run(const kf_compile_req *req, kf_compile_res *res);
 
 void kf_compile_res_free(kf_compile_res *res);
+
+/* ---- toolchain helpers shared by the cpu and cuda backends ---- */
+
+/* Run `tool --version` in a sandbox (cwd scratch_dir, no isolation, limit
+ * timeout_s seconds, 4 KiB of output kept). Succeeds when it exits 0 and, if
+ * must_contain is not NULL, its output contains that text; writes the output
+ * (only its first line when first_line) into ver, truncated to cap. Returns 0,
+ * or -1 (could not run, failed, or must_contain missing; ver untouched). */
+int kf_compile_tool_version(const char *tool, const char *scratch_dir, double timeout_s,
+                            const char *must_contain, int first_line, char *ver, size_t cap);
+
+/* Run argv (argv[0] looked up on PATH) in a sandboxed child: cwd/TMPDIR
+ * scratch_dir, wall-clock limit timeout_s seconds (> 0), RLIMIT_FSIZE
+ * fsize_limit bytes, at most output_cap bytes of stdout+stderr kept, writes
+ * allowed also in dirname(out_path); tick/tick_arg are forwarded. Removes
+ * out_path first so a stale file is never taken for output. Returns
+ * kf_sandbox_run's result: 0 with *sb filled for every outcome of the child,
+ * -1 (sb->err says why) when it could not be started. Free sb with
+ * kf_sandbox_res_free. */
+int kf_compile_exec(char *const argv[], const char *scratch_dir, const char *out_path, double timeout_s,
+                    uint64_t fsize_limit, size_t output_cap, int (*tick)(void *arg), void *tick_arg,
+                    kf_sandbox_res *sb);
+
+/* Copy the file from to to (whole file, at most 1 GiB, to replaced).
+ * 0, or -1 with errno (ENOENT, ENOSPC, EDQUOT, EFBIG, ...). */
+int kf_compile_copy_file(const char *from, const char *to);
+
+/* Store the file from as cache entry entry: copy to "<entry>.tmp.<pid>" and
+ * rename, so the entry is never half written (entry's directory must exist).
+ * 0, or -1 (the temporary is removed; the entry is left as it was). */
+int kf_compile_cache_put(const char *entry, const char *from);
+
+/* Into out (cap bytes, truncated): the first line of log that contains
+ * "error" (or "fatal", when fatal_too), else the log's first line; "" for a
+ * NULL or empty log. */
+void kf_compile_first_error(const char *log, int fatal_too, char *out, size_t cap);
 
 /* List the undefined dynamic symbols of an ELF shared object (64- or 32-bit,
  * either byte order... native only) into a malloc'ed array of malloc'ed names.

@@ -114,64 +114,6 @@ int kf_cuda_log_is_arch_error(const char *log, char *line, size_t cap)
     return 0;
 }
 
-typedef struct {
-    char **argv;
-} exec_arg;
-
-static int exec_fn(void *arg, int report_fd)
-{
-    (void)report_fd;
-    return kf_sandbox_exec(((exec_arg *)arg)->argv);
-}
-
-/* Run `nvcc --version` in a sandbox; the whole text into ver. */
-static int nvcc_version(const char *nvcc, const char *scratch, char *ver, size_t cap)
-{
-    char *argv[] = {(char *)nvcc, "--version", NULL};
-    exec_arg ea = {argv};
-    kf_sandbox_req sr = {.scratch_dir = scratch, .timeout_s = 30, .fn = exec_fn, .arg = &ea,
-                         .no_isolation = 1, .output_cap = 4096};
-    kf_sandbox_res res;
-    if (kf_sandbox_run(&sr, &res) != 0) return -1;
-    int ok = res.how == KF_SANDBOX_EXITED && res.exit_status == 0 && strstr(res.output, "release");
-    if (ok) snprintf(ver, cap, "%s", res.output);
-    kf_sandbox_res_free(&res);
-    return ok ? 0 : -1;
-}
-
-static int copy_file(const char *from, const char *to)
-{
-    size_t len;
-    char *data = kf_util_read_file(from, &len, (size_t)1 << 30);
-    if (!data) return -1;
-    int rc = kf_util_write_file(to, data, len);
-    int e = errno;
-    free(data);
-    errno = e;
-    return rc;
-}
-
-static void first_error(const char *log, char *out, size_t cap)
-{
-    const char *line = log, *best = NULL;
-    while (line && *line) {
-        const char *nl = strchr(line, '\n');
-        size_t l = nl ? (size_t)(nl - line) : strlen(line);
-        char tmp[1024];
-        snprintf(tmp, sizeof(tmp), "%.*s", (int)(l < sizeof(tmp) ? l : sizeof(tmp) - 1), line);
-        if (strstr(tmp, "error") || strstr(tmp, "fatal")) {
-            best = line;
-            break;
-        }
-        line = nl ? nl + 1 : NULL;
-    }
-    if (!best) best = log ? log : "";
-    const char *nl = strchr(best, '\n');
-    size_t l = nl ? (size_t)(nl - best) : strlen(best);
-    if (l >= cap) l = cap - 1;
-    snprintf(out, cap, "%.*s", (int)l, best);
-}
-
 static int infra_log(const char *log)
 {
     static const char *const phrases[] = {"No space left on device", "Disk quota exceeded",
@@ -235,7 +177,7 @@ int kf_cuda_build(const kf_cuda_build_req *req, kf_cuda_build_res *res)
         return 0;
     }
     char version[4096] = "";
-    if (nvcc_version(res->nvcc, req->scratch_dir, version, sizeof(version)) != 0) {
+    if (kf_compile_tool_version(res->nvcc, req->scratch_dir, 30, "release", 0, version, sizeof(version)) != 0) {
         DETAIL(KF_CUDA_BUILD_INFRA, "nvcc %.400s does not run (--version failed)", res->nvcc);
         return 0;
     }
@@ -335,7 +277,7 @@ int kf_cuda_build(const kf_cuda_build_req *req, kf_cuda_build_res *res)
         snprintf(cso, sizeof(cso), "%s/%s.so", cdir, res->key);
         snprintf(clog, sizeof(clog), "%s/%s.log", cdir, res->key);
         struct stat st;
-        if (stat(cso, &st) == 0 && st.st_size > 0 && copy_file(cso, req->out_path) == 0) {
+        if (stat(cso, &st) == 0 && st.st_size > 0 && kf_compile_copy_file(cso, req->out_path) == 0) {
             char *l = kf_util_read_file(clog, NULL, LOG_CAP);
             if (l) {
                 free(res->log);
@@ -349,22 +291,10 @@ int kf_cuda_build(const kf_cuda_build_req *req, kf_cuda_build_res *res)
         }
     }
 
-    char outdir[PATH_MAX];
-    snprintf(outdir, sizeof(outdir), "%s", req->out_path);
-    const char *wdirs[] = {dirname(outdir), NULL};
-    unlink(req->out_path);
-    exec_arg ea = {argv};
-    kf_sandbox_req sr = {.scratch_dir = req->scratch_dir,
-                         .timeout_s = req->timeout_s > 0 ? req->timeout_s : 300,
-                         .fsize_limit = 512u << 20,
-                         .output_cap = LOG_CAP,
-                         .write_dirs = wdirs,
-                         .tick = req->tick,
-                         .tick_arg = req->tick_arg,
-                         .fn = exec_fn,
-                         .arg = &ea};
+    double timeout_s = req->timeout_s > 0 ? req->timeout_s : 300;
     kf_sandbox_res sb;
-    int rc = kf_sandbox_run(&sr, &sb);
+    int rc = kf_compile_exec(argv, req->scratch_dir, req->out_path, timeout_s, 512u << 20, LOG_CAP, req->tick,
+                             req->tick_arg, &sb);
     res->seconds = sb.wall_s;
     if (rc != 0) {
         DETAIL(KF_CUDA_BUILD_INFRA, "could not start nvcc: %s", sb.err);
@@ -376,7 +306,7 @@ int kf_cuda_build(const kf_cuda_build_req *req, kf_cuda_build_res *res)
     sb.output = NULL;
     char line[400];
     switch (sb.how) {
-    case KF_SANDBOX_TIMEOUT: DETAIL(KF_CUDA_BUILD_FAILED, "compilation exceeded the %.0f s limit", sr.timeout_s); break;
+    case KF_SANDBOX_TIMEOUT: DETAIL(KF_CUDA_BUILD_FAILED, "compilation exceeded the %.0f s limit", timeout_s); break;
     case KF_SANDBOX_CANCELLED: DETAIL(KF_CUDA_BUILD_INFRA, "cancelled"); break;
     case KF_SANDBOX_SIGNALED:
         if (sb.signal == SIGXFSZ) DETAIL(KF_CUDA_BUILD_FAILED, "build output exceeds the 512 MiB file size limit");
@@ -396,19 +326,17 @@ int kf_cuda_build(const kf_cuda_build_req *req, kf_cuda_build_res *res)
                 char tmp[PATH_MAX + 128];
                 snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", clog, (long)getpid());
                 if (kf_util_write_file(tmp, res->log, strlen(res->log)) == 0) rename(tmp, clog);
-                snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", cso, (long)getpid());
-                if (copy_file(req->out_path, tmp) == 0 && rename(tmp, cso) == 0) break;
-                unlink(tmp);
+                kf_compile_cache_put(cso, req->out_path);
             }
             break;
         }
         if (sb.exit_status == 127 || sb.exit_status == 126 || infra_log(res->log)) {
-            first_error(res->log, line, sizeof(line));
+            kf_compile_first_error(res->log, 1, line, sizeof(line));
             DETAIL(KF_CUDA_BUILD_INFRA, "nvcc could not run properly (status %d): %s", sb.exit_status, line);
         } else if (kf_cuda_log_is_arch_error(res->log, line, sizeof(line))) {
             DETAIL(KF_CUDA_BUILD_ARCH, "not buildable for %s: %s", req->arch, line);
         } else {
-            first_error(res->log, line, sizeof(line));
+            kf_compile_first_error(res->log, 1, line, sizeof(line));
             DETAIL(KF_CUDA_BUILD_FAILED, "%s", line[0] ? line : "nvcc failed with no output");
         }
         break;
