@@ -151,6 +151,13 @@ int kf_campaign_create(kf_db *db, const kf_campaign_spec *spec, int64_t *id,
             snprintf(err, errlen, "target class '%s' must be 1..100 characters", tg[i]);
             goto out;
         }
+        /* Lists print classes joined by ',': "cpu,sm_90" would be one class
+         * no worker serves, and its jobs would wait forever. */
+        if (strchr(tg[i], ',')) {
+            snprintf(err, errlen, "target class '%s' holds a ',': give each class its own --target",
+                     tg[i]);
+            goto out;
+        }
         /* The obvious backend mismatches: a cpu task on a GPU class or the
          * other way round would only produce `unsupported` verdicts. */
         int cpu_class = strcmp(tg[i], "cpu") == 0, sm_class = strncmp(tg[i], "sm_", 3) == 0;
