@@ -13,9 +13,11 @@
  *
  * Exit status: 0 whenever a verdict was produced (whatever it is: a failing
  * candidate is a successful evaluation); 2 with a one-line reason on stderr
- * for bad usage.
+ * for bad usage (also: a task directory that does not load, a candidate that
+ * is not a readable file).
  */
 #include "kf_eval.h"
+#include "kf_task.h"
 #include "kf_tune.h"
 #include "kf_verdict.h"
 
@@ -23,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <jansson.h>
 
@@ -56,7 +59,7 @@ int kf_worker_cmd_eval(int argc, char **argv)
                    "  --json            print one JSON object (verdict, detail, timings, metrics, compile log)\n"
                    "  --work-dir DIR    scratch root (default $TMPDIR or /tmp)\n"
                    "  --cache-dir DIR   compile cache (default $KFARM_CACHE_DIR; none if unset)\n"
-                   "Exit status: 0 when a verdict was produced, 2 on bad usage.\n");
+                   "Exit status: 0 when a verdict was produced, 2 on bad usage (or a bad task/candidate path).\n");
             return 0;
         } else if (!strcmp(a, "--json")) {
             json_out = 1;
@@ -111,6 +114,20 @@ int kf_worker_cmd_eval(int argc, char **argv)
         }
     }
     if (npos != 2) return usage("need TASK_DIR and CANDIDATE");
+    /* A wrong path is the caller's mistake, not a verdict of the candidate. */
+    kf_task task;
+    char terr[512];
+    if (kf_task_load(pos[0], &task, terr, sizeof(terr)) != 0) {
+        fprintf(stderr, "kfarm-worker eval: task %s: %s\n", pos[0], terr);
+        return 2;
+    }
+    kf_task_free(&task);
+    struct stat st;
+    if (stat(pos[1], &st) != 0 || !S_ISREG(st.st_mode)) {
+        fprintf(stderr, "kfarm-worker eval: candidate %s: %s\n", pos[1],
+                stat(pos[1], &st) != 0 ? strerror(errno) : "not a regular file");
+        return 2;
+    }
     req.task_dir = pos[0];
     req.source_path = pos[1];
 

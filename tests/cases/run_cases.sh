@@ -141,7 +141,10 @@ fi
 if [ -z "${CASES:-}" ] || [[ " $CASES " == *" usage "* ]]; then
     for bad in "eval" "eval $SRC/tests/tasks/axpy_f32" \
                "eval $SRC/tests/tasks/axpy_f32 $SRC/tests/cases/tuned/candidate.c --define X=\$(rm)" \
-               "eval $SRC/tests/tasks/axpy_f32 $SRC/tests/cases/tuned/candidate.c --bogus"; do
+               "eval $SRC/tests/tasks/axpy_f32 $SRC/tests/cases/tuned/candidate.c --bogus" \
+               "eval $SRC/tests/tasks/axpy_f32 $SRC/tests/cases/no-such-candidate.c" \
+               "eval $SRC/tests/tasks/axpy_f32 $SRC/tests/cases/tuned" \
+               "eval $SRC/tests/tasks/no-such-task $SRC/tests/cases/tuned/candidate.c"; do
         # shellcheck disable=SC2086
         "$WORKER" $bad >"$TMP/usage.out" 2>"$TMP/usage.err"
         rc=$?
