@@ -220,6 +220,9 @@ int kf_cli_cmd_campaign(int argc, char **argv)
     if (optind >= argc)
         return kf_cli_usage_error("campaign", "missing subcommand (create, start, pause, status, list, wait)");
     const char *sub = argv[optind];
+    if (strcmp(sub, "create") && strcmp(sub, "start") && strcmp(sub, "pause") &&
+        strcmp(sub, "status") && strcmp(sub, "list") && strcmp(sub, "wait"))
+        return kf_cli_usage_error("campaign", "unknown subcommand '%s'", sub);
     const char *name = optind + 1 < argc ? argv[optind + 1] : NULL;
     int needs_name = strcmp(sub, "list") != 0;
     if (needs_name && !name) return kf_cli_usage_error("campaign", "%s: missing campaign NAME", sub);
@@ -233,9 +236,6 @@ int kf_cli_cmd_campaign(int argc, char **argv)
     }
     if (strcmp(sub, "create") == 0 && !spec.task_dir)
         return kf_cli_usage_error("campaign", "create: --task DIR is required");
-    if (strcmp(sub, "create") && strcmp(sub, "start") && strcmp(sub, "pause") &&
-        strcmp(sub, "status") && strcmp(sub, "list") && strcmp(sub, "wait"))
-        return kf_cli_usage_error("campaign", "unknown subcommand '%s'", sub);
 
     kf_db *db = kf_cli_connect(conninfo);
     if (!db) return 1;

@@ -41,6 +41,8 @@ check "a target class holding a ',' is refused (one class per --target)" \
   bash -c "! \"$KFARM_BIN/kfarm\" campaign create tc-comma --task \"$KFARM_SRC/tasks/softmax_f32\" --target cpu,sm_90 2>$T_DIR/err.txt && grep -q 'its own --target' $T_DIR/err.txt"
 check "no campaign was created for it" eq "$(sql "SELECT count(*) FROM campaigns WHERE name='tc-comma'")" 0
 
+check "an unknown campaign subcommand is named as such" \
+  bash -c "! \"$KFARM_BIN/kfarm\" campaign bogus 2>$T_DIR/err.txt && grep -q \"unknown subcommand 'bogus'\" $T_DIR/err.txt"
 check "kfarm fails with a one-line reason on a missing campaign" \
   bash -c "! \"$KFARM_BIN/kfarm\" candidates no-such-campaign 2>$T_DIR/err.txt && [ \$(wc -l <$T_DIR/err.txt) -ge 1 ]"
 finish
