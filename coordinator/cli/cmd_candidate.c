@@ -8,6 +8,7 @@
  * treat it like any other candidate: if it is the fastest, the next round
  * builds on it.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +56,9 @@ int kf_cli_cmd_candidate(int argc, char **argv)
     const char *name = argv[optind + 1], *path = argv[optind + 2];
     size_t len = 0;
     char *src = kf_util_read_file(path, &len, 1u << 20);
-    if (!src) return kf_cli_fail("%s: cannot read it (or larger than 1 MiB)", path);
+    if (!src)
+        return kf_cli_fail("%s: %s", path, errno == EFBIG ? "larger than 1 MiB (a candidate is one source file)"
+                                                          : strerror(errno));
     if (!kf_db_utf8_valid(src, len)) {
         free(src);
         return kf_cli_fail("%s: not UTF-8 text", path);

@@ -30,6 +30,11 @@ out=$(kf candidate submit rv "$KFARM_SRC/tests/llm/kernels/softmax_good2.c" --pa
 check "a person's kernel is queued at once (its tunables swept)" grep -q "queued (2 variants" <<<"$out"
 check "submitting the same kernel again is refused as a duplicate" \
   bash -c "! '$KFARM_BIN/kfarm' candidate submit rv '$KFARM_SRC/tests/llm/kernels/softmax_good2.c' 2>'$T_DIR/dup.txt' && grep -q duplicate '$T_DIR/dup.txt'"
+head -c $((9 << 20)) /dev/zero | tr '\0' ' ' >"$T_DIR/huge.c"
+check "a source over 1 MiB is refused as too large" \
+  bash -c "! '$KFARM_BIN/kfarm' candidate submit rv '$T_DIR/huge.c' 2>'$T_DIR/big.txt' && grep -q 'larger than 1 MiB' '$T_DIR/big.txt'"
+check "a missing file is refused as missing" \
+  bash -c "! '$KFARM_BIN/kfarm' candidate submit rv '$T_DIR/none.c' 2>'$T_DIR/none.txt' && grep -q 'No such file' '$T_DIR/none.txt'"
 
 out=$(kf review approve rv "$pid" --note "looks sound")
 check "approve queues the proposal's candidates" grep -q "approved: candidate .* queued (2 variants)" <<<"$out"
