@@ -255,6 +255,20 @@ int kf_task_parse(const char *text, kf_task *t, char *err, size_t errlen)
         }
         t->benchmark[i].weight = w ? json_number_value(w) : 1.0;
     }
+    /* Every tensor of every shape set must have a representable size: a
+     * wrapped byte count would under-allocate and blame the candidate. */
+    for (int i = 0; i < t->n_validation + t->n_benchmark; i++) {
+        const int64_t *sz = i < t->n_validation ? t->validation[i].sizes : t->benchmark[i - t->n_validation].sizes;
+        for (int k = 0; k < t->n_inputs + t->n_outputs; k++) {
+            const kf_tensor_spec *ts = k < t->n_inputs ? &t->inputs[k] : &t->outputs[k - t->n_inputs];
+            int64_t shp[KF_MAX_DIMS];
+            if (kf_task_shape(t, ts, sz, shp) <= 0) {
+                if (i < t->n_validation) fail(err, errlen, "validation[%d]: tensor '%s' is too large", i, ts->name);
+                else fail(err, errlen, "benchmark[%d].sizes: tensor '%s' is too large", i - t->n_validation, ts->name);
+                goto out;
+            }
+        }
+    }
 
     json_t *tol = json_object_get(root, "tolerance");
     if (tol && !json_is_object(tol)) {
@@ -544,7 +558,8 @@ int64_t kf_task_shape(const kf_task *t, const kf_tensor_spec *ts, const int64_t 
         }
         if (v <= 0) return -1;
         shape[d] = v;
-        n *= v;
+        /* at most INT64_MAX / 8 elements, so bytes (x dtype size) never wrap */
+        if (__builtin_mul_overflow(n, v, &n) || n > INT64_MAX / 8) return -1;
     }
     return n;
 }

@@ -91,7 +91,8 @@ int kf_task_eval_expr(const kf_task *t, const char *expr, const int64_t *sizes,
                       double *out, char *err, size_t errlen);
 
 /* Shape of tensor `ts` for `sizes`: fills shape[] (ndim entries) and returns
- * the element count, or -1 if a dimension is unknown or not positive. */
+ * the element count, or -1 if a dimension is unknown or not positive, or the
+ * count exceeds INT64_MAX / 8 (its byte size would not fit in 64 bits). */
 int64_t kf_task_shape(const kf_task *t, const kf_tensor_spec *ts, const int64_t *sizes,
                       int64_t shape[KF_MAX_DIMS]);
 

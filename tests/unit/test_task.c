@@ -71,6 +71,8 @@ int main(void)
         {"\"softmax_f32\",", "\"softmax_f32\",\"trials\":1,", "trials"},
         {"\"dist\":\"normal\"", "\"dist\":\"cauchy\"", "inputs[0].init.dist"},
         {"\"sizes\":[\"M\",\"N\"],", "\"sizes\":[\"M\",\"N\"],,", "line 1"},
+        /* 2^31 x 2^31 f32 = 2^64 bytes: wraps to 0 if unchecked */
+        {"{\"M\":8,\"N\":200000}", "{\"M\":2147483648,\"N\":2147483648}", "validation[1]: tensor"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         err[0] = 0;
