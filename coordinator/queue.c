@@ -70,6 +70,13 @@ kf_queue_status kf_queue_lease(kf_db *db, const kf_queue_config *cfg, const char
         "WHERE id = (SELECT j.id FROM jobs j JOIN campaigns c ON c.id = j.campaign_id"
         "            WHERE j.state = 'queued' AND c.state = 'running'"
         "              AND j.target = ANY($2::text[])"
+        /* infra_error is the worker's fault: retry elsewhere while another
+         * live, unquarantined worker serves the target (else here). */
+        "              AND NOT (EXISTS (SELECT 1 FROM evaluations e WHERE e.job_id = j.id"
+        "                                 AND e.worker_id = $1 AND e.verdict = 'infra_error' AND e.reported)"
+        "                   AND EXISTS (SELECT 1 FROM workers w WHERE w.id <> $1 AND NOT w.quarantined"
+        "                                 AND j.target = ANY(w.classes)"
+        "                                 AND w.last_seen > now() - $3::bigint * interval '1 millisecond'))"
         "            ORDER BY j.id FOR UPDATE OF j SKIP LOCKED LIMIT 1) "
         "RETURNING id, fencing_token, candidate_id, campaign_id, COALESCE(seed, id),"
         "  attempts, target", 3, p, err, errlen);

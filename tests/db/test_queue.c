@@ -289,6 +289,22 @@ int main(void)
     CHECK(kf_queue_set_quarantine(db, "wBad", 0, err, sizeof(err)) == 0, "%s", err);
     CHECK(kf_queue_set_quarantine(db, "nobody", 0, err, sizeof(err)) < 0, "unknown worker");
 
+    /* ---- infra_error is retried elsewhere while another worker is live ---- */
+    kf_lease lr, lr2;
+    exec_ok(db, "UPDATE jobs SET max_attempts = 100"); /* room for retries */
+    CHECK(kf_queue_lease(db, &qc, "wR", cls, 1, &lr, err, sizeof(err)) == KF_Q_OK, "%s", err);
+    CHECK(kf_queue_result(db, &qc, "wR", lr.job_id, lr.fencing_token, &infra, &requeued, err,
+                          sizeof(err)) == KF_Q_OK && requeued, "%s", err);
+    CHECK(kf_queue_lease(db, &qc, "wR", cls, 1, &lr2, err, sizeof(err)) == KF_Q_OK, "%s", err);
+    CHECK(lr2.job_id != lr.job_id, "job %lld re-leased to the worker that failed it with infra_error "
+          "while others are live", (long long)lr.job_id);
+    CHECK(kf_queue_release(db, lr2.job_id, lr2.fencing_token, err, sizeof(err)) == 0, "%s", err);
+    exec_ok(db, "UPDATE workers SET last_seen = now() - interval '1 hour' WHERE id <> 'wR'");
+    CHECK(kf_queue_lease(db, &qc, "wR", cls, 1, &lr2, err, sizeof(err)) == KF_Q_OK &&
+          lr2.job_id == lr.job_id, "alone, the worker retries its own infra_error job: %s", err);
+    CHECK(kf_queue_result(db, &qc, "wR", lr2.job_id, lr2.fencing_token, &ok, NULL, err, sizeof(err)) ==
+          KF_Q_OK, "%s", err);
+
     /* ---- hostile results ---- */
     kf_lease lh;
     CHECK(kf_queue_lease(db, &qc, "wH", cls, 1, &lh, err, sizeof(err)) == KF_Q_OK, "%s", err);
