@@ -22,6 +22,7 @@
 
 
 #include <errno.h>
+#include <limits.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -316,6 +317,7 @@ int kf_daemon_main(int argc, char **argv)
     c.poll_ms = 500;
     c.stop = &g_stop;
     const char *id = NULL, *work = NULL;
+    int gpu_explicit = 0;
     static const struct option opts[] = {
         {"coordinator", required_argument, 0, 'c'}, {"id", required_argument, 0, 'i'},
         {"work-dir", required_argument, 0, 'w'},    {"poll-ms", required_argument, 0, 'p'},
@@ -329,10 +331,24 @@ int kf_daemon_main(int argc, char **argv)
         case 'c': c.coordinator = optarg; break;
         case 'i': id = optarg; break;
         case 'w': work = optarg; break;
-        case 'p': c.poll_ms = atoi(optarg); break;
-        case 'm': c.max_jobs = atoi(optarg); break;
+        case 'p':
+        case 'm':
+        case 'g': {
+            char *end;
+            errno = 0;
+            long v = strtol(optarg, &end, 10);
+            if (errno || end == optarg || *end || v < (o == 'g' ? 0 : 1) || v > INT_MAX) {
+                fprintf(stderr, "kfarm-worker: --%s: expected a %s number, not '%s' (see --help)\n",
+                        o == 'p' ? "poll-ms" : o == 'm' ? "max-jobs" : "gpu",
+                        o == 'g' ? "non-negative" : "positive", optarg);
+                return 2;
+            }
+            if (o == 'p') c.poll_ms = (int)v;
+            else if (o == 'm') c.max_jobs = (int)v;
+            else c.gpu = (int)v, gpu_explicit = 1;
+            break;
+        }
         case 'q': c.quick = 1; break;
-        case 'g': c.gpu = atoi(optarg); break;
         case 'C': c.cpu_only = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -367,6 +383,11 @@ int kf_daemon_main(int argc, char **argv)
     if (kf_device_discover(&dev, c.cpu_only ? -1 : c.gpu, classes, 8, &n_classes, err, sizeof(err)) < 0) {
         fprintf(stderr, "kfarm-worker: device discovery failed: %s\n", err);
         return 1;
+    }
+    if (gpu_explicit && !c.cpu_only && strcmp(dev.backend, "cuda") != 0) {
+        fprintf(stderr, "kfarm-worker: --gpu %d: no GPU answers (no CUDA backend in this build, or no "
+                        "device); use --cpu to serve the cpu backend\n", c.gpu);
+        return 2;
     }
 
     struct sigaction sa = {0};

@@ -144,9 +144,11 @@ if [ -z "${CASES:-}" ] || [[ " $CASES " == *" usage "* ]]; then
                "eval $SRC/tests/tasks/axpy_f32 $SRC/tests/cases/tuned/candidate.c --bogus" \
                "eval $SRC/tests/tasks/axpy_f32 $SRC/tests/cases/no-such-candidate.c" \
                "eval $SRC/tests/tasks/axpy_f32 $SRC/tests/cases/tuned" \
-               "eval $SRC/tests/tasks/no-such-task $SRC/tests/cases/tuned/candidate.c"; do
+               "eval $SRC/tests/tasks/no-such-task $SRC/tests/cases/tuned/candidate.c" \
+               "run --coordinator ipc:///nonexistent/kfarm.ipc --max-jobs abc" \
+               "run --coordinator ipc:///nonexistent/kfarm.ipc --gpu -1"; do
         # shellcheck disable=SC2086
-        "$WORKER" $bad >"$TMP/usage.out" 2>"$TMP/usage.err"
+        KFARM_FLEET_KEY=usage-test-key-0123456789abcdef timeout 10 "$WORKER" $bad >"$TMP/usage.out" 2>"$TMP/usage.err"
         rc=$?
         if [ "$rc" -ne 0 ] && [ "$(wc -l <"$TMP/usage.err")" -eq 1 ] && [ ! -s "$TMP/usage.out" ]; then
             pass=$((pass + 1))
@@ -155,6 +157,16 @@ if [ -z "${CASES:-}" ] || [[ " $CASES " == *" usage "* ]]; then
             fail=$((fail + 1)); failed+=(usage)
         fi
     done
+    # --gpu N on a worker with no GPU must not quietly serve the cpu backend
+    if "$WORKER" devices | grep -q '"backend": "cpu"'; then
+        KFARM_FLEET_KEY=usage-test-key-0123456789abcdef timeout 10 "$WORKER" run \
+            --coordinator ipc:///nonexistent/kfarm.ipc --gpu 0 --work-dir "$TMP/gpu0" >"$TMP/usage.out" 2>"$TMP/usage.err"
+        rc=$?
+        if [ "$rc" -eq 2 ] && grep -q -- "--gpu 0" "$TMP/usage.err"; then pass=$((pass + 1)); else
+            echo "FAIL usage: 'run --gpu 0' without a GPU exited $rc: $(head -c 300 "$TMP/usage.err")"
+            fail=$((fail + 1)); failed+=(usage)
+        fi
+    fi
     echo "ok   usage: bad command lines exit non-zero with a one-line reason"
 fi
 
