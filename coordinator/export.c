@@ -16,11 +16,14 @@
 #include "export.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kf_util.h"
+#include "log.h"
 
 static const char CAMPAIGN_SQL[] =
     "WITH c AS (SELECT * FROM campaigns WHERE id = $1::bigint),"
@@ -187,4 +190,86 @@ int kf_export_site(kf_db *db, const char *dir, char *err, size_t errlen)
         if (rc < 0) return -1;
     }
     return 0;
+}
+
+/* ---- periodic export thread ---- */
+
+struct kf_export_service {
+    kf_db *db;
+    char *dir;
+    double interval_s;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stop;
+};
+
+static void *export_thread(void *arg)
+{
+    kf_export_service *s = arg;
+    char err[512];
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        int stopping = s->stop;
+        pthread_mutex_unlock(&s->mu);
+        if (kf_db_ensure(s->db, err, sizeof(err)) < 0 || kf_export_site(s->db, s->dir, err, sizeof(err)) < 0)
+            kf_log("export: %s", err);
+        pthread_mutex_lock(&s->mu);
+        if (stopping) break;
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += (time_t)s->interval_s;
+        until.tv_nsec += (long)((s->interval_s - (double)(time_t)s->interval_s) * 1e9);
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        while (!s->stop && pthread_cond_timedwait(&s->cv, &s->mu, &until) == 0) {
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+kf_export_service *kf_export_service_start(const char *conninfo, const char *dir, double interval_s,
+                                           char *err, size_t errlen)
+{
+    kf_export_service *s = calloc(1, sizeof(*s));
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    s->interval_s = interval_s > 0 ? interval_s : 10;
+    s->dir = strdup(dir);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    if (!s->dir || !(s->db = kf_db_open(conninfo, err, errlen))) goto fail;
+    int rc = pthread_create(&s->thread, NULL, export_thread, s);
+    if (rc != 0) {
+        snprintf(err, errlen, "export thread: %s", strerror(rc));
+        goto fail;
+    }
+    return s;
+fail:
+    if (s->db) kf_db_close(s->db);
+    free(s->dir);
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+    return NULL;
+}
+
+void kf_export_service_stop(kf_export_service *s)
+{
+    if (!s) return;
+    pthread_mutex_lock(&s->mu);
+    s->stop = 1;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->thread, NULL);
+    kf_db_close(s->db);
+    free(s->dir);
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
 }

@@ -32,4 +32,16 @@ char *kf_export_data_js(kf_db *db, char *err, size_t errlen);
  * reason (database, file system). */
 int kf_export_site(kf_db *db, const char *dir, char *err, size_t errlen);
 
+/* The coordinator's periodic export (--export-dir): a thread with its own
+ * database connection re-exports the site every interval_s seconds and once
+ * more when stopped, so a large export (seconds for 100k candidates) never
+ * delays job dispatch, heartbeats or results on the coordinator's loop.
+ * Start returns NULL with reason when the connection or thread cannot be
+ * made; export errors are logged and retried at the next interval. */
+typedef struct kf_export_service kf_export_service;
+kf_export_service *kf_export_service_start(const char *conninfo, const char *dir, double interval_s,
+                                           char *err, size_t errlen);
+/* Stop the thread after one final export; frees the service. NULL is a no-op. */
+void kf_export_service_stop(kf_export_service *s);
+
 #endif

@@ -8,7 +8,9 @@
  *         serve requests for up to 1 s          (server.c)
  *         every second: reap expired leases     (queue.c)
  *                       advance campaigns       (campaign.c, strategies)
- *         every N s:    export the dashboard    (export.c, --export-dir)
+ *     beside it: the LLM service thread (llm_service.c) and, with --export-dir,
+ *     the export thread (export.c), each on its own database connection, so
+ *     neither a slow model nor a large export delays dispatch.
  *
  * All state lives in PostgreSQL, so the daemon can be killed at any moment
  * and restarted: workers re-send their results, leases expire and are
@@ -193,12 +195,21 @@ int main(int argc, char **argv)
         kf_db_close(db);
         return 1;
     }
+    kf_export_service *exp = NULL;
+    if (export_dir && !(exp = kf_export_service_start(conninfo, export_dir, (double)export_interval, err,
+                                                        sizeof(err)))) {
+        kf_log("export: %s", err);
+        kf_server_free(srv);
+        kf_llm_service_stop(llm);
+        kf_db_close(db);
+        return 1;
+    }
     for (int i = 0; i < cfg.n_listen; i++) kf_log("listening on %s", cfg.listen[i]);
     kf_log("coordinator started (lease %d ms, quarantine after %d infra_errors%s%s)",
            cfg.queue.lease_ms, cfg.queue.quarantine_after, export_dir ? ", export to " : "",
            export_dir ? export_dir : "");
 
-    double next_tick = 0, next_export = 0;
+    double next_tick = 0;
     int db_down = 0, rc = 0;
     while (!g_stop) {
         if (kf_server_poll(srv, 1000, err, sizeof(err)) < 0) {
@@ -218,15 +229,9 @@ int main(int argc, char **argv)
         db_down = 0;
         if (kf_queue_reap(db, NULL, NULL, err, sizeof(err)) < 0) kf_log("reaper: %s", err);
         if (kf_campaign_tick(db, err, sizeof(err)) < 0) kf_log("campaigns: %s", err);
-        if (export_dir && now >= next_export) {
-            next_export = now + (double)export_interval;
-            if (kf_export_site(db, export_dir, err, sizeof(err)) < 0) kf_log("export: %s", err);
-        }
     }
     if (g_stop) kf_log("signal %d: shutting down", (int)g_stop);
-    if (export_dir && kf_db_ensure(db, err, sizeof(err)) == 0 &&
-        kf_export_site(db, export_dir, err, sizeof(err)) < 0)
-        kf_log("export: %s", err);
+    kf_export_service_stop(exp); /* one final export */
     kf_server_free(srv);
     kf_llm_service_stop(llm);
     curl_global_cleanup();
