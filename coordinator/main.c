@@ -1,7 +1,7 @@
 /*
  * main.c -- kfarm-coordinator, the daemon.
  *
- * Design. One thread, one loop:
+ * Design. One serving loop:
  *
  *     connect (retrying) -> migrate -> bind
  *     until SIGTERM/SIGINT:
