@@ -40,7 +40,7 @@ start_coordinator() { # extra args passed through
 start_worker() { # start_worker ID [extra args]
   local id=$1; shift
   "$KFARM_BIN/kfarm-worker" run --coordinator "$T_ADDR" --id "$id" --work-dir "$T_DIR/$id" \
-    --quick --poll-ms 200 "$@" >>"$T_DIR/$id.log" 2>&1 &
+    --cpu --quick --poll-ms 200 "$@" >>"$T_DIR/$id.log" 2>&1 &
   T_LASTPID=$!
   T_PIDS+=($T_LASTPID)
 }
