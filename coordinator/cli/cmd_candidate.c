@@ -63,6 +63,12 @@ int kf_cli_cmd_candidate(int argc, char **argv)
         free(src);
         return kf_cli_fail("%s: not UTF-8 text", path);
     }
+    size_t k = 0;
+    while (k < len && (src[k] == ' ' || src[k] == '\t' || src[k] == '\n' || src[k] == '\r')) k++;
+    if (k == len) {
+        free(src);
+        return kf_cli_fail("%s: empty file (a candidate must define kf_entry)", path);
+    }
     kf_db *db = kf_cli_connect(conninfo);
     if (!db) {
         free(src);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kf_verdict.h"
 #include "kfarm_cli.h"
 
 static void usage(FILE *f)
@@ -35,6 +36,10 @@ int kf_cli_cmd_candidates(int argc, char **argv)
         else if (c == 'h') return usage(stdout), 0;
         else return usage(stderr), 2;
     }
+    if (verdict && kf_verdict_parse(verdict) < 0 && strcmp(verdict, "queued") && strcmp(verdict, "leased"))
+        return kf_cli_usage_error("candidates", "unknown verdict '%s' (ok, compile_error, load_error, "
+                                  "runtime_error, timeout, incorrect, rejected_cheat, unsupported, "
+                                  "infra_error, queued, leased)", verdict);
     if (optind >= argc) return kf_cli_usage_error("candidates", "missing campaign NAME");
     if (optind + 1 < argc)
         return kf_cli_usage_error("candidates", "unexpected argument '%s'", argv[optind + 1]);

@@ -45,4 +45,8 @@ check "an unknown campaign subcommand is named as such" \
   bash -c "! \"$KFARM_BIN/kfarm\" campaign bogus 2>$T_DIR/err.txt && grep -q \"unknown subcommand 'bogus'\" $T_DIR/err.txt"
 check "kfarm fails with a one-line reason on a missing campaign" \
   bash -c "! \"$KFARM_BIN/kfarm\" candidates no-such-campaign 2>$T_DIR/err.txt && [ \$(wc -l <$T_DIR/err.txt) -ge 1 ]"
+printf '  \n' >"$T_DIR/empty.c"
+check "candidate submit refuses an empty file" bash -c \
+  "out=\$(\"$KFARM_BIN/kfarm\" candidate submit tc $T_DIR/empty.c 2>&1); [ \$? -ne 0 ] && grep -q 'empty file' <<<\"\$out\""
+check "candidates refuses an unknown verdict filter" bash -c "! \"$KFARM_BIN/kfarm\" candidates tc --verdict bogus 2>/dev/null"
 finish
