@@ -22,6 +22,8 @@
 
 
 #include <errno.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <limits.h>
 #include <getopt.h>
 #include <pthread.h>
@@ -52,17 +54,29 @@ typedef struct {
     int quick;             /* fewer timing repetitions (tests, demos) */
     int gpu;               /* GPU index this worker serves (cuda backend) */
     int cpu_only;          /* serve the cpu backend even where a GPU answers */
+    int prefetch;          /* lease the next job and compile it during an evaluation:
+                              1 on, 0 off, -1 auto (on for cuda, off for cpu, where
+                              a compile would disturb the CPU timings) */
     int sock;
     kf_wire_key key;
     volatile sig_atomic_t *stop;
 } daemon_cfg;
 
-/* Heartbeat state for the tick callback of one job. */
+/* A job this worker holds a lease on. */
+typedef struct {
+    Kfarm__Reply *rep;     /* the GetJob reply; owns the job (NULL: none held) */
+    const Kfarm__Job *job;
+    int lost;              /* coordinator said STALE: lease gone */
+    pid_t precompile;      /* compile-ahead child still to be reaped, or 0 */
+} held_job;
+
+/* Heartbeat state for the tick callback: the job being evaluated and the
+ * one leased ahead (compile-ahead), both kept alive. */
 typedef struct {
     daemon_cfg *cfg;
-    uint64_t job_id, token;
+    held_job *jobs[2];
+    int n;
     double interval_s, last_s;
-    int lost;              /* coordinator said STALE: lease gone */
 } hb_state;
 
 static void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -135,28 +149,38 @@ static int do_register(daemon_cfg *c, kf_device *dev, char classes[][128], int n
     return -1;
 }
 
-static int heartbeat_tick(void *arg)
+/* Send one heartbeat; marks the job lost when the coordinator says STALE. */
+static void heartbeat_one(daemon_cfg *c, held_job *j)
 {
-    hb_state *h = arg;
-    double now = kf_util_now_s();
-    if (now - h->last_s < h->interval_s) return 0;
-    h->last_s = now;
     Kfarm__Heartbeat hb = KFARM__HEARTBEAT__INIT;
-    hb.worker_id = h->cfg->worker_id;
-    hb.job_id = h->job_id;
-    hb.fencing_token = h->token;
+    hb.worker_id = c->worker_id;
+    hb.job_id = j->job->job_id;
+    hb.fencing_token = j->job->fencing_token;
     Kfarm__Request req = KFARM__REQUEST__INIT;
     req.msg_case = KFARM__REQUEST__MSG_HEARTBEAT;
     req.heartbeat = &hb;
     Kfarm__Reply *rep;
-    if (call(h->cfg, &req, &rep) < 0) return 0; /* coordinator away: keep going */
+    if (call(c, &req, &rep) < 0) return; /* coordinator away: keep going */
     if (rep->status == KFARM__STATUS__STALE || (rep->has_cancel && rep->cancel)) {
-        logmsg("job %llu: lease lost (%s); abandoning", (unsigned long long)h->job_id,
+        logmsg("job %llu: lease lost (%s); abandoning", (unsigned long long)j->job->job_id,
                rep->detail ? rep->detail : "stale fencing token");
-        h->lost = 1;
+        j->lost = 1;
     }
     kfarm__reply__free_unpacked(rep, NULL);
-    return h->lost;
+}
+
+/* kf_eval tick: heartbeat every held job each interval; non-zero (cancel the
+ * evaluation) once the job being evaluated (jobs[0]) has lost its lease. */
+static int heartbeat_tick(void *arg)
+{
+    hb_state *h = arg;
+    double now = kf_util_now_s();
+    if (now - h->last_s >= h->interval_s) {
+        h->last_s = now;
+        for (int i = 0; i < h->n; i++)
+            if (h->jobs[i] && h->jobs[i]->rep && !h->jobs[i]->lost) heartbeat_one(h->cfg, h->jobs[i]);
+    }
+    return h->n > 0 && h->jobs[0]->lost;
 }
 
 /* Write the job's task files to work_dir/tasks/<hash>/ (once). */
@@ -204,42 +228,104 @@ static int materialize_task(daemon_cfg *c, const Kfarm__Job *job, char *dir, siz
     return kf_util_write_file(path, "", 0);
 }
 
-/* Evaluate one job into *res (always filled). */
-static void run_job(daemon_cfg *c, const Kfarm__Job *job, const char *backend, kf_eval_res *res,
-                    hb_state *hb)
-{
-    memset(res, 0, sizeof(*res));
+/* Paths of one job's files on this worker. */
+typedef struct {
     char task_dir[1536], job_dir[1536], src[2048];
-    if (materialize_task(c, job, task_dir, sizeof(task_dir)) < 0) {
+} job_paths;
+
+/* Write the job's task files and candidate source. 0, or -1 with the reason
+ * in res (infra_error). */
+static int prepare_job(daemon_cfg *c, const Kfarm__Job *job, const char *backend, job_paths *p,
+                       kf_eval_res *res)
+{
+    if (materialize_task(c, job, p->task_dir, sizeof(p->task_dir)) < 0) {
         res->verdict = KF_INFRA_ERROR;
         snprintf(res->detail, sizeof(res->detail), "cannot write task files under %.900s: %s", c->work_dir,
                  strerror(errno));
-        return;
+        return -1;
     }
-    snprintf(job_dir, sizeof(job_dir), "%s/jobs/%llu", c->work_dir, (unsigned long long)job->job_id);
-    snprintf(src, sizeof(src), "%s/candidate.%s", job_dir, strcmp(backend, "cuda") ? "c" : "cu");
-    if (kf_util_mkdirs(job_dir) < 0 || kf_util_write_file(src, job->source.data, job->source.len) < 0) {
+    snprintf(p->job_dir, sizeof(p->job_dir), "%s/jobs/%llu", c->work_dir, (unsigned long long)job->job_id);
+    snprintf(p->src, sizeof(p->src), "%s/candidate.%s", p->job_dir, strcmp(backend, "cuda") ? "c" : "cu");
+    if (kf_util_mkdirs(p->job_dir) < 0 || kf_util_write_file(p->src, job->source.data, job->source.len) < 0) {
         res->verdict = KF_INFRA_ERROR;
-        snprintf(res->detail, sizeof(res->detail), "cannot write %.900s: %s", src, strerror(errno));
-        return;
+        snprintf(res->detail, sizeof(res->detail), "cannot write %.900s: %s", p->src, strerror(errno));
+        return -1;
     }
-    kf_eval_req req = {0};
-    req.task_dir = task_dir;
-    req.source_path = src;
-    req.seed = job->has_seed ? job->seed : job->job_id;
-    req.work_dir = job_dir;
-    req.cache_dir = c->cache_dir;
-    req.quick = c->quick;
-    req.gpu_index = c->gpu;
-    req.n_defines = (int)(job->n_defines < KF_EVAL_MAX_DEFINES ? job->n_defines : KF_EVAL_MAX_DEFINES);
-    for (int i = 0; i < req.n_defines; i++) {
-        req.define_names[i] = job->defines[i]->name;
-        req.define_values[i] = job->defines[i]->value;
+    return 0;
+}
+
+static void fill_req(daemon_cfg *c, const Kfarm__Job *job, const job_paths *p, kf_eval_req *req)
+{
+    memset(req, 0, sizeof(*req));
+    req->task_dir = p->task_dir;
+    req->source_path = p->src;
+    req->seed = job->has_seed ? job->seed : job->job_id;
+    req->work_dir = p->job_dir;
+    req->cache_dir = c->cache_dir;
+    req->quick = c->quick;
+    req->gpu_index = c->gpu;
+    req->n_defines = (int)(job->n_defines < KF_EVAL_MAX_DEFINES ? job->n_defines : KF_EVAL_MAX_DEFINES);
+    for (int i = 0; i < req->n_defines; i++) {
+        req->define_names[i] = job->defines[i]->name;
+        req->define_values[i] = job->defines[i]->value;
     }
+}
+
+/* Compile-ahead: build the next job's shared objects into the compile cache
+ * in a child process while this process evaluates the current job (on a GPU
+ * worker the CPU is otherwise idle). The evaluation of that job later finds
+ * its builds in the cache. Failures are not reported here: the evaluation
+ * rebuilds and reports them (failed builds are never cached). */
+static void start_precompile(daemon_cfg *c, held_job *j, const char *backend)
+{
+    job_paths p;
+    kf_eval_res res;
+    memset(&res, 0, sizeof(res));
+    if (prepare_job(c, j->job, backend, &p, &res) < 0) return; /* the evaluation will say why */
+    pid_t pid = fork();
+    if (pid < 0) return;
+    if (pid == 0) {
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGINT, SIG_DFL);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        kf_eval_req req;
+        fill_req(c, j->job, &p, &req);
+        req.compile_only = 1;
+        kf_eval_run(&req, &res);
+        _exit(0);
+    }
+    j->precompile = pid;
+    logmsg("job %llu: compiling ahead (pid %d)", (unsigned long long)j->job->job_id, (int)pid);
+}
+
+/* Wait for a compile-ahead child, heartbeating meanwhile. */
+static void wait_precompile(held_job *j, hb_state *hb)
+{
+    while (j->precompile > 0) {
+        int st;
+        pid_t w = waitpid(j->precompile, &st, WNOHANG);
+        if (w == j->precompile || (w < 0 && errno != EINTR)) {
+            j->precompile = 0;
+            break;
+        }
+        heartbeat_tick(hb);
+        sleep_ms(50);
+    }
+}
+
+/* Evaluate one job into *res (always filled). */
+static void run_job(daemon_cfg *c, held_job *j, const char *backend, kf_eval_res *res, hb_state *hb)
+{
+    memset(res, 0, sizeof(*res));
+    wait_precompile(j, hb);
+    job_paths p;
+    if (prepare_job(c, j->job, backend, &p, res) < 0) return;
+    kf_eval_req req;
+    fill_req(c, j->job, &p, &req);
     req.tick = heartbeat_tick;
     req.tick_arg = hb;
     kf_eval_run(&req, res);
-    kf_util_rmtree(job_dir);
+    kf_util_rmtree(p.job_dir);
 }
 
 /* Send the result until acknowledged. Returns 0 when stored/duplicate/stale. */
@@ -280,6 +366,40 @@ static int send_result(daemon_cfg *c, const Kfarm__Job *job, const kf_eval_res *
     }
 }
 
+/* Ask for a job. Returns 1 with *out holding it, 0 when there is none now or
+ * the coordinator is away (with backoff != NULL: after sleeping), -1 after a
+ * refusal. backoff NULL = one quick try, no sleeping (compile-ahead). */
+static int get_job(daemon_cfg *c, Kfarm__Request *req, held_job *out, kf_device *dev,
+                   char classes[][128], int n_classes, int *backoff)
+{
+    Kfarm__Reply *rep;
+    if (call(c, req, &rep) < 0) {
+        if (backoff) {
+            sleep_ms(*backoff);
+            *backoff = *backoff < 5000 ? *backoff * 2 : 5000;
+        }
+        return 0;
+    }
+    if (backoff) *backoff = c->poll_ms;
+    if (rep->status == KFARM__STATUS__REJECTED && rep->detail && strstr(rep->detail, "register")) {
+        /* coordinator lost our registration (e.g. a fresh database): register again */
+        kfarm__reply__free_unpacked(rep, NULL);
+        do_register(c, dev, classes, n_classes);
+        return 0;
+    }
+    if (rep->status != KFARM__STATUS__OK || !rep->job) {
+        int refused = rep->status != KFARM__STATUS__NO_JOB;
+        if (refused) logmsg("get-job: %s", rep->detail ? rep->detail : "refused");
+        kfarm__reply__free_unpacked(rep, NULL);
+        if (backoff && !refused) sleep_ms(c->poll_ms);
+        return refused ? -1 : 0;
+    }
+    memset(out, 0, sizeof(*out));
+    out->rep = rep;
+    out->job = rep->job;
+    return 1;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -292,6 +412,8 @@ static void usage(FILE *f)
             "  --quick             fewer timing repetitions (tests and demos)\n"
             "  --gpu N             serve GPU N (default 0); run one worker per GPU\n"
             "  --cpu               serve the cpu backend even on a GPU host\n"
+            "  --prefetch          compile the next job while evaluating (default on GPUs)\n"
+            "  --no-prefetch       one job at a time (default on the cpu backend)\n"
             "The fleet key comes from $KFARM_FLEET_KEY or the file $KFARM_FLEET_KEY_FILE.\n");
 }
 
@@ -315,6 +437,7 @@ int kf_daemon_main(int argc, char **argv)
 {
     daemon_cfg c = {0};
     c.poll_ms = 500;
+    c.prefetch = -1;
     c.stop = &g_stop;
     const char *id = NULL, *work = NULL;
     int gpu_explicit = 0;
@@ -322,11 +445,12 @@ int kf_daemon_main(int argc, char **argv)
         {"coordinator", required_argument, 0, 'c'}, {"id", required_argument, 0, 'i'},
         {"work-dir", required_argument, 0, 'w'},    {"poll-ms", required_argument, 0, 'p'},
         {"max-jobs", required_argument, 0, 'm'},    {"quick", no_argument, 0, 'q'},
+        {"prefetch", no_argument, 0, 'P'},          {"no-prefetch", no_argument, 0, 'N'},
         {"gpu", required_argument, 0, 'g'},         {"cpu", no_argument, 0, 'C'},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     int o;
     optind = 1;
-    while ((o = getopt_long(argc, argv, "c:i:w:p:m:qg:Ch", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "c:i:w:p:m:qg:CPNh", opts, NULL)) != -1) {
         switch (o) {
         case 'c': c.coordinator = optarg; break;
         case 'i': id = optarg; break;
@@ -350,6 +474,8 @@ int kf_daemon_main(int argc, char **argv)
         }
         case 'q': c.quick = 1; break;
         case 'C': c.cpu_only = 1; break;
+        case 'P': c.prefetch = 1; break;
+        case 'N': c.prefetch = 0; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -389,6 +515,7 @@ int kf_daemon_main(int argc, char **argv)
                         "device); use --cpu to serve the cpu backend\n", c.gpu);
         return 2;
     }
+    if (c.prefetch < 0) c.prefetch = !strcmp(dev.backend, "cuda");
 
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;
@@ -421,42 +548,52 @@ int kf_daemon_main(int argc, char **argv)
     req.msg_case = KFARM__REQUEST__MSG_GET_JOB;
     req.get_job = &gj;
     int done = 0, idle_backoff = c.poll_ms;
+    held_job cur = {0}, next = {0};
     while (!g_stop && (c.max_jobs == 0 || done < c.max_jobs)) {
-        Kfarm__Reply *rep;
-        if (call(&c, &req, &rep) < 0) {
-            sleep_ms(idle_backoff);
-            idle_backoff = idle_backoff < 5000 ? idle_backoff * 2 : 5000;
-            continue;
+        if (next.rep) {
+            cur = next;
+            memset(&next, 0, sizeof(next));
+        } else {
+            int got = get_job(&c, &req, &cur, &dev, classes, n_classes, &idle_backoff);
+            if (got <= 0) {
+                if (got < 0) sleep_ms(c.poll_ms);
+                continue;
+            }
         }
-        if (rep->status == KFARM__STATUS__REJECTED && rep->detail && strstr(rep->detail, "register")) {
-            /* coordinator lost our registration (e.g. a fresh database): register again */
-            kfarm__reply__free_unpacked(rep, NULL);
-            do_register(&c, &dev, classes, n_classes);
-            continue;
-        }
-        if (rep->status != KFARM__STATUS__OK || !rep->job) {
-            if (rep->status != KFARM__STATUS__NO_JOB)
-                logmsg("get-job: %s", rep->detail ? rep->detail : "refused");
-            kfarm__reply__free_unpacked(rep, NULL);
-            sleep_ms(c.poll_ms);
-            continue;
-        }
-        idle_backoff = c.poll_ms;
-        const Kfarm__Job *job = rep->job;
+        const Kfarm__Job *job = cur.job;
         logmsg("job %llu: candidate %llu of task %s (token %llu)", (unsigned long long)job->job_id,
                (unsigned long long)job->candidate_id, job->task_name, (unsigned long long)job->fencing_token);
-        hb_state hb = {&c, job->job_id, job->fencing_token, (job->lease_ms ? job->lease_ms : 30000) / 3000.0,
-                       kf_util_now_s(), 0};
+        hb_state hb = {&c, {&cur, &next}, 1, (job->lease_ms ? job->lease_ms : 30000) / 3000.0, kf_util_now_s()};
+        /* Lease the next job ahead and compile it while this one evaluates. */
+        if (c.prefetch && !g_stop && (c.max_jobs == 0 || done + 1 < c.max_jobs) &&
+            get_job(&c, &req, &next, &dev, classes, n_classes, NULL) > 0) {
+            hb.n = 2;
+            start_precompile(&c, &next, dev.backend);
+        }
         kf_eval_res res;
-        run_job(&c, job, dev.backend, &res, &hb);
-        if (!hb.lost) {
+        run_job(&c, &cur, dev.backend, &res, &hb);
+        if (!cur.lost) {
             logmsg("job %llu: %s%s%s (speedup %.3f)", (unsigned long long)job->job_id,
                    kf_verdict_name(res.verdict), res.detail[0] ? ": " : "", res.detail, res.speedup);
             send_result(&c, job, &res);
         }
         kf_eval_res_free(&res);
-        kfarm__reply__free_unpacked(rep, NULL);
+        kfarm__reply__free_unpacked(cur.rep, NULL);
+        memset(&cur, 0, sizeof(cur));
+        if (next.rep && next.lost) { /* its lease went elsewhere while we were busy */
+            wait_precompile(&next, &hb);
+            kfarm__reply__free_unpacked(next.rep, NULL);
+            memset(&next, 0, sizeof(next));
+        }
         done++;
+    }
+    if (next.rep) {
+        /* stopping with a job leased ahead: its lease expires and it is re-queued */
+        hb_state hb = {&c, {&next}, 0, 1e9, 0};
+        wait_precompile(&next, &hb);
+        logmsg("job %llu: leased ahead but not evaluated (stopping); its lease will expire",
+               (unsigned long long)next.job->job_id);
+        kfarm__reply__free_unpacked(next.rep, NULL);
     }
     logmsg("worker %s stopping after %d job(s)", c.worker_id, done);
     nn_close(c.sock);

@@ -346,6 +346,10 @@ int kf_eval_run(const kf_eval_req *req, kf_eval_res *res)
 
     /* candidate first: a compile_error is the common case and needs no other build */
     if (build_one(e, 2) || build_one(e, 0) || build_one(e, 1)) goto done;
+    if (req->compile_only) {
+        set_verdict(res, KF_OK, "compiled (compile only)");
+        goto done;
+    }
 
     /* static integrity */
     kf_verdict static_v = KF_OK;

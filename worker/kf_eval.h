@@ -29,6 +29,10 @@ typedef struct {
     int gpu_index;               /* cuda backend: which device; ignored on cpu */
     const char *arch;            /* cuda: "sm_90" etc; NULL = detect */
     int quick;                   /* fewer timing repetitions (tests) */
+    int compile_only;            /* build reference, baseline and candidate (filling
+                                    the compile cache) and stop: verdict ok "compiled",
+                                    or the build's verdict. Used to compile the next
+                                    job while the GPU evaluates the current one. */
     /* Called about once a second while the child runs. Return non-zero to
      * abandon the evaluation (lease lost): the child is killed and the
      * result is infra_error "cancelled". */

@@ -264,6 +264,10 @@ int kf_cuda_eval_run(const kf_eval_req *req, const kf_task *t, kf_eval_res *res)
     case KF_CUDA_BUILD_ARCH: setv(res, KF_UNSUPPORTED, "%s", bcand.detail); goto done;
     case KF_CUDA_BUILD_INFRA: setv(res, KF_INFRA_ERROR, "%s", bcand.detail); goto done;
     }
+    if (req->compile_only) {
+        setv(res, KF_OK, "compiled (compile only)");
+        goto done;
+    }
 
     /* forbidden symbols */
     if (t->n_forbid > 0) {
