@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "db.h"
+#include "kf_tune.h"
 
 typedef struct kf_strategy {
     const char *name;
@@ -39,5 +40,13 @@ const kf_strategy *kf_strategy_find(const char *name);
  * (all, or an even sample of max_candidates of them) into candidates with
  * one job per target, in one transaction. */
 extern const kf_strategy kf_strategy_tune;
+
+/* The defines of `take` variants of tunables t[0..n) as compact JSON text
+ * ([{"NAME": "value", ...}, ...]): every variant when take >= their count,
+ * else an even sample (variant k*count/take) so the slow-varying tunables
+ * vary too; "[{}]" when n == 0. Shared by tune and the LLM strategies (which
+ * sweep the tunables of model-written kernels). Returns malloc'ed text, or
+ * NULL when out of memory. */
+char *kf_strategy_tune_variants_json(const kf_tunable *t, int n, long take);
 
 #endif

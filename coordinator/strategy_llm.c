@@ -161,19 +161,7 @@ static char *variants_json(const char *source, long max, char *reason, size_t rl
         snprintf(reason, rlen, "bad // kfarm:tune declaration: %s", e2);
         return NULL;
     }
-    long count = kf_tune_count(t, n), take = count < max ? count : max;
-    if (take < 1) take = 1;
-    json_t *arr = json_array();
-    for (long k = 0; k < take; k++) {
-        long i = take == count ? k : (long)((__int128)k * count / take);
-        const char *vals[KF_TUNE_MAX];
-        kf_tune_variant(t, n, i, vals);
-        json_t *o = json_object();
-        for (int d = 0; d < n; d++) json_object_set_new(o, t[d].name, json_string(vals[d]));
-        json_array_append_new(arr, o);
-    }
-    char *s = json_dumps(arr, JSON_COMPACT);
-    json_decref(arr);
+    char *s = kf_strategy_tune_variants_json(t, n, max < 1 ? 1 : max);
     if (!s) snprintf(reason, rlen, "out of memory");
     return s;
 }

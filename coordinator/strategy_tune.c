@@ -27,12 +27,12 @@
 #include "kf_tune.h"
 #include "log.h"
 
-/* Build the JSON array of defines objects for the selected variants. */
-static char *variants_json(const kf_tunable *t, int n, long count, long budget)
+char *kf_strategy_tune_variants_json(const kf_tunable *t, int n, long take)
 {
+    long count = kf_tune_count(t, n);
+    if (take > count) take = count;
     json_t *arr = json_array();
     if (!arr) return NULL;
-    long take = count < budget ? count : budget;
     for (long k = 0; k < take; k++) {
         long i = take == count ? k : (long)((__int128)k * count / take);
         const char *vals[KF_TUNE_MAX];
@@ -44,6 +44,12 @@ static char *variants_json(const kf_tunable *t, int n, long count, long budget)
     char *s = json_dumps(arr, JSON_COMPACT);
     json_decref(arr);
     return s;
+}
+
+/* Build the JSON array of defines objects for the selected variants. */
+static char *variants_json(const kf_tunable *t, int n, long count, long budget)
+{
+    return kf_strategy_tune_variants_json(t, n, count < budget ? count : budget);
 }
 
 static int tune_step(kf_db *db, int64_t campaign_id, int *finished, char *err, size_t errlen)
