@@ -27,4 +27,20 @@ void kf_util_sha256_hex(const void *data, size_t len, char out[65]);
 /* Monotonic clock in seconds. */
 double kf_util_now_s(void);
 
+/* A growable NUL-terminated string (zero-initialize to start: {0}). An
+ * allocation failure sets oom, after which appends are ignored; the owner
+ * checks oom once at the end and frees s. */
+typedef struct {
+    char *s;
+    size_t len, cap;
+    int oom;
+} kf_strbuf;
+
+/* Append n bytes of s (NULL is ignored). */
+void kf_strbuf_addn(kf_strbuf *b, const char *s, size_t n);
+/* Append the string s (NULL is ignored). */
+void kf_strbuf_add(kf_strbuf *b, const char *s);
+/* Append printf-style text; output longer than 2 KiB is cut there. */
+void kf_strbuf_printf(kf_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 #endif

@@ -76,35 +76,9 @@ static const char WORKERS_SQL[] =
     " 'leased', (SELECT count(*) FROM jobs j WHERE j.worker_id = w.id AND j.state = 'leased'))"
     " ORDER BY id), '[]')::text, to_json(now())::text FROM workers w";
 
-/* Growable string. */
-typedef struct {
-    char *s;
-    size_t len, cap;
-    int oom;
-} sbuf;
-
-static void sb_add(sbuf *b, const char *s)
-{
-    size_t n = strlen(s);
-    if (b->oom) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *p = realloc(b->s, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->s = p;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->len, s, n + 1);
-    b->len += n;
-}
-
 char *kf_export_data_js(kf_db *db, char *err, size_t errlen)
 {
-    sbuf b = { 0 };
+    kf_strbuf b = { 0 };
     PGresult *w = kf_db_exec(db, WORKERS_SQL, 0, NULL, err, errlen);
     if (!w) return NULL;
     PGresult *ids = kf_db_exec(db, "SELECT id FROM campaigns ORDER BY id DESC", 0, NULL, err,
@@ -113,11 +87,11 @@ char *kf_export_data_js(kf_db *db, char *err, size_t errlen)
         PQclear(w);
         return NULL;
     }
-    sb_add(&b, "window.KFARM_DATA = {\"generated_at\": ");
-    sb_add(&b, PQgetvalue(w, 0, 1));
-    sb_add(&b, ",\n\"workers\": ");
-    sb_add(&b, PQgetvalue(w, 0, 0));
-    sb_add(&b, ",\n\"campaigns\": [");
+    kf_strbuf_add(&b, "window.KFARM_DATA = {\"generated_at\": ");
+    kf_strbuf_add(&b, PQgetvalue(w, 0, 1));
+    kf_strbuf_add(&b, ",\n\"workers\": ");
+    kf_strbuf_add(&b, PQgetvalue(w, 0, 0));
+    kf_strbuf_add(&b, ",\n\"campaigns\": [");
     for (int i = 0; i < PQntuples(ids); i++) {
         const char *p[1] = { PQgetvalue(ids, i, 0) };
         PGresult *c = kf_db_exec(db, CAMPAIGN_SQL, 1, p, err, errlen);
@@ -128,12 +102,12 @@ char *kf_export_data_js(kf_db *db, char *err, size_t errlen)
             return NULL;
         }
         if (PQntuples(c) == 1) {
-            if (i) sb_add(&b, ",\n");
-            sb_add(&b, PQgetvalue(c, 0, 0));
+            if (i) kf_strbuf_add(&b, ",\n");
+            kf_strbuf_add(&b, PQgetvalue(c, 0, 0));
         }
         PQclear(c);
     }
-    sb_add(&b, "]};\n");
+    kf_strbuf_add(&b, "]};\n");
     PQclear(w);
     PQclear(ids);
     if (b.oom) {

@@ -3,7 +3,7 @@
  * See prompt.h for what a prompt contains and why.
  *
  * Everything is read with SELECTs in the caller's transaction; text is
- * appended to a growable buffer (sb) that records allocation failure once
+ * appended to a growable buffer (kf_strbuf) that records allocation failure once
  * and is checked at the end, so the assembly code stays linear.
  */
 #include "prompt.h"
@@ -19,60 +19,21 @@
 
 #define KF_PROMPT_MAX_ARCH 32 /* distinct architectures described per prompt */
 
-typedef struct {
-    char *s;
-    size_t len, cap;
-    int oom;
-} sb;
-
-static void sb_addn(sb *b, const char *s, size_t n)
-{
-    if (b->oom || !s) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *p = realloc(b->s, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->s = p;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = 0;
-}
-
-static void sb_add(sb *b, const char *s) { if (s) sb_addn(b, s, strlen(s)); }
-
-static void sb_printf(sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sb *b, const char *fmt, ...)
-{
-    char tmp[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-    va_end(ap);
-    if (n < 0) return;
-    sb_addn(b, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
-}
-
 /* Append at most max characters of s (cut on a line boundary when possible),
  * with a note saying how much was left out. */
-static void sb_add_trunc(sb *b, const char *s, size_t max)
+static void sb_add_trunc(kf_strbuf *b, const char *s, size_t max)
 {
     if (!s) return;
     size_t n = strlen(s);
     if (n <= max) {
-        sb_add(b, s);
+        kf_strbuf_add(b, s);
         return;
     }
     size_t cut = max;
     while (cut > max / 2 && s[cut] != '\n') cut--;
     if (s[cut] != '\n') cut = max;
-    sb_addn(b, s, cut);
-    sb_printf(b, "\n[... %zu more characters left out ...]\n", n - cut);
+    kf_strbuf_addn(b, s, cut);
+    kf_strbuf_printf(b, "\n[... %zu more characters left out ...]\n", n - cut);
 }
 
 void kf_prompt_opts_default(kf_prompt_opts *o)
@@ -263,45 +224,45 @@ char *kf_prompt_extract_code(const char *reply, const char *finish_reason,
 
 /* ---- prompt assembly ---- */
 
-static void add_tensors(sb *b, json_t *arr, const char *what)
+static void add_tensors(kf_strbuf *b, json_t *arr, const char *what)
 {
     size_t i;
     json_t *t;
     json_array_foreach(arr, i, t) {
-        sb_printf(b, "- %s `%s`: %s [", what, json_string_value(json_object_get(t, "name")) ?: "?",
+        kf_strbuf_printf(b, "- %s `%s`: %s [", what, json_string_value(json_object_get(t, "name")) ?: "?",
                   json_string_value(json_object_get(t, "dtype")) ?: "?");
         size_t k;
         json_t *d;
         json_array_foreach(json_object_get(t, "shape"), k, d) {
-            if (k) sb_add(b, ", ");
-            if (json_is_string(d)) sb_add(b, json_string_value(d));
-            else sb_printf(b, "%lld", (long long)json_integer_value(d));
+            if (k) kf_strbuf_add(b, ", ");
+            if (json_is_string(d)) kf_strbuf_add(b, json_string_value(d));
+            else kf_strbuf_printf(b, "%lld", (long long)json_integer_value(d));
         }
-        sb_add(b, "]\n");
+        kf_strbuf_add(b, "]\n");
     }
 }
 
-static void add_shapes(sb *b, json_t *arr, const char *title)
+static void add_shapes(kf_strbuf *b, json_t *arr, const char *title)
 {
     if (!json_is_array(arr) || !json_array_size(arr)) return;
-    sb_printf(b, "%s: ", title);
+    kf_strbuf_printf(b, "%s: ", title);
     size_t i;
     json_t *s;
     json_array_foreach(arr, i, s) {
         json_t *sz = json_object_get(s, "sizes");
         if (!json_is_object(sz)) sz = s;
         char *t = json_dumps(sz, JSON_COMPACT | JSON_PRESERVE_ORDER);
-        if (i) sb_add(b, ", ");
-        sb_add(b, t ? t : "?");
+        if (i) kf_strbuf_add(b, ", ");
+        kf_strbuf_add(b, t ? t : "?");
         free(t);
         json_t *w = json_object_get(s, "weight");
-        if (json_is_number(w)) sb_printf(b, " (weight %g)", json_number_value(w));
+        if (json_is_number(w)) kf_strbuf_printf(b, " (weight %g)", json_number_value(w));
     }
-    sb_add(b, "\n");
+    kf_strbuf_add(b, "\n");
 }
 
 /* The metrics keys worth showing a model; others (sandbox, compile flags) are noise. */
-static void add_metrics(sb *b, const char *metrics_text)
+static void add_metrics(kf_strbuf *b, const char *metrics_text)
 {
     json_t *m = metrics_text ? json_loads(metrics_text, 0, NULL) : NULL;
     if (!json_is_object(m)) {
@@ -315,9 +276,9 @@ static void add_metrics(sb *b, const char *metrics_text)
         if (!v) continue;
         char *t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(4));
         if (t) {
-            sb_printf(b, "  %s: ", keys[i]);
+            kf_strbuf_printf(b, "  %s: ", keys[i]);
             sb_add_trunc(b, t, 600);
-            sb_add(b, "\n");
+            kf_strbuf_add(b, "\n");
         }
         free(t);
     }
@@ -354,7 +315,7 @@ int kf_prompt_build(kf_db *db, int64_t campaign_id, int64_t parent_id,
     snprintf(pid, sizeof(pid), "%lld", (long long)parent_id);
     const char *p1[1] = { cid };
     const char *p2[2] = { cid, pid };
-    sb u = { 0 }, s = { 0 };
+    kf_strbuf u = { 0 }, s = { 0 };
     json_t *spec = NULL;
     PGresult *r = kf_db_exec(db,
         "SELECT t.name, t.spec::text, array_to_json(c.targets)::text FROM campaigns c "
@@ -376,7 +337,7 @@ int kf_prompt_build(kf_db *db, int64_t campaign_id, int64_t parent_id,
     const char *definition = json_string_value(json_object_get(spec, "definition"));
 
     /* ---- system ---- */
-    sb_printf(&s,
+    kf_strbuf_printf(&s,
         "You are an expert performance engineer who writes %s kernels. You improve one kernel "
         "at a time for kernelfarm, which compiles your code, validates it against a reference "
         "on many shapes (including the largest), and times it against a baseline on real "
@@ -400,44 +361,44 @@ int kf_prompt_build(kf_db *db, int64_t campaign_id, int64_t parent_id,
         opts->max_variants);
 
     /* ---- 1. task ---- */
-    sb_printf(&u, "# Task: %s (%s backend)\n\n", task_name, backend ? backend : "?");
-    sb_add(&u, "## Definition (exact; this is what the reference computes)\n\n");
-    sb_add(&u, definition ? definition : "(no definition given)");
-    sb_add(&u, "\n\n## Tensors\n\n");
+    kf_strbuf_printf(&u, "# Task: %s (%s backend)\n\n", task_name, backend ? backend : "?");
+    kf_strbuf_add(&u, "## Definition (exact; this is what the reference computes)\n\n");
+    kf_strbuf_add(&u, definition ? definition : "(no definition given)");
+    kf_strbuf_add(&u, "\n\n## Tensors\n\n");
     add_tensors(&u, json_object_get(spec, "inputs"), "input");
     add_tensors(&u, json_object_get(spec, "outputs"), "output");
     json_t *sizes = json_object_get(spec, "sizes");
     if (json_is_array(sizes)) {
-        sb_add(&u, "\nSize symbols, in the order of call->sizes[]: ");
+        kf_strbuf_add(&u, "\nSize symbols, in the order of call->sizes[]: ");
         size_t i;
         json_t *v;
-        json_array_foreach(sizes, i, v) sb_printf(&u, "%s%s", i ? ", " : "", json_string_value(v) ?: "?");
-        sb_add(&u, "\n");
+        json_array_foreach(sizes, i, v) kf_strbuf_printf(&u, "%s%s", i ? ", " : "", json_string_value(v) ?: "?");
+        kf_strbuf_add(&u, "\n");
     }
     add_shapes(&u, json_object_get(spec, "validation"), "Validation shapes (all must pass)");
     add_shapes(&u, json_object_get(spec, "benchmark"), "Benchmark shapes (timed)");
     json_t *tol = json_object_get(spec, "tolerance");
     if (tol) {
         char *t = json_dumps(tol, JSON_COMPACT | JSON_REAL_PRECISION(6));
-        sb_printf(&u, "Tolerances: %s\n", t ? t : "?");
+        kf_strbuf_printf(&u, "Tolerances: %s\n", t ? t : "?");
         free(t);
     }
     json_t *forbid = json_object_get(spec, "forbid");
     if (json_is_array(forbid) && json_array_size(forbid)) {
-        sb_add(&u, "Forbidden symbols (using them is rejected): ");
+        kf_strbuf_add(&u, "Forbidden symbols (using them is rejected): ");
         size_t i;
         json_t *v;
-        json_array_foreach(forbid, i, v) sb_printf(&u, "%s%s", i ? ", " : "", json_string_value(v) ?: "?");
-        sb_add(&u, "\n");
+        json_array_foreach(forbid, i, v) kf_strbuf_printf(&u, "%s%s", i ? ", " : "", json_string_value(v) ?: "?");
+        kf_strbuf_add(&u, "\n");
     }
 
     /* ---- 2. ABI ---- */
-    sb_add(&u, "\n# Kernel ABI (kf_abi.h, provided by the farm)\n\n```c\n");
-    sb_add(&u, kf_prompt_abi_text());
-    sb_add(&u, "```\n");
+    kf_strbuf_add(&u, "\n# Kernel ABI (kf_abi.h, provided by the farm)\n\n```c\n");
+    kf_strbuf_add(&u, kf_prompt_abi_text());
+    kf_strbuf_add(&u, "```\n");
 
     /* ---- 3. hardware ---- */
-    sb_add(&u, "\n# Target hardware\n");
+    kf_strbuf_add(&u, "\n# Target hardware\n");
     char seen[KF_PROMPT_MAX_ARCH][32];
     int nseen = 0;
     size_t ti;
@@ -450,15 +411,15 @@ int kf_prompt_build(kf_db *db, int64_t campaign_id, int64_t parent_id,
         const char *note = kf_prompt_hw_note(arch);
         int dup = 0;
         for (int k = 0; k < nseen; k++) dup |= !strcmp(seen[k], arch);
-        sb_printf(&u, "\nTarget class `%s`%s%s%s\n", cls, strcmp(arch, cls) ? " (architecture " : "",
+        kf_strbuf_printf(&u, "\nTarget class `%s`%s%s%s\n", cls, strcmp(arch, cls) ? " (architecture " : "",
                   strcmp(arch, cls) ? arch : "", strcmp(arch, cls) ? ")" : "");
         if (dup) continue;
         if (nseen < KF_PROMPT_MAX_ARCH) snprintf(seen[nseen++], sizeof(seen[0]), "%s", arch);
         if (note) {
-            sb_add(&u, "\n");
-            sb_add(&u, note);
+            kf_strbuf_add(&u, "\n");
+            kf_strbuf_add(&u, note);
         } else {
-            sb_add(&u, "(no hardware notes for this class)\n");
+            kf_strbuf_add(&u, "(no hardware notes for this class)\n");
         }
     }
 
@@ -494,18 +455,18 @@ int kf_prompt_build(kf_db *db, int64_t campaign_id, int64_t parent_id,
 
     /* ---- 4. retrieved reference passages ---- */
     {
-        sb q = { 0 };
-        sb_add(&q, task_name);
-        sb_add(&q, " ");
-        sb_addn(&q, definition ? definition : "", definition ? (strlen(definition) < 1500 ? strlen(definition) : 1500) : 0);
+        kf_strbuf q = { 0 };
+        kf_strbuf_add(&q, task_name);
+        kf_strbuf_add(&q, " ");
+        kf_strbuf_addn(&q, definition ? definition : "", definition ? (strlen(definition) < 1500 ? strlen(definition) : 1500) : 0);
         for (int i = 0; i < PQntuples(fb); i++) {
-            sb_add(&q, " ");
-            if (kf_db_str(fb, i, 3)) sb_addn(&q, kf_db_str(fb, i, 3), strlen(kf_db_str(fb, i, 3)) < 500 ? strlen(kf_db_str(fb, i, 3)) : 500);
-            if (kf_db_str(fb, i, 8)) sb_addn(&q, kf_db_str(fb, i, 8), strlen(kf_db_str(fb, i, 8)) < 500 ? strlen(kf_db_str(fb, i, 8)) : 500);
+            kf_strbuf_add(&q, " ");
+            if (kf_db_str(fb, i, 3)) kf_strbuf_addn(&q, kf_db_str(fb, i, 3), strlen(kf_db_str(fb, i, 3)) < 500 ? strlen(kf_db_str(fb, i, 3)) : 500);
+            if (kf_db_str(fb, i, 8)) kf_strbuf_addn(&q, kf_db_str(fb, i, 8), strlen(kf_db_str(fb, i, 8)) < 500 ? strlen(kf_db_str(fb, i, 8)) : 500);
         }
         for (int k = 0; k < nseen; k++) {
-            sb_add(&q, " ");
-            sb_add(&q, seen[k]);
+            kf_strbuf_add(&q, " ");
+            kf_strbuf_add(&q, seen[k]);
         }
         char lim[16];
         snprintf(lim, sizeof(lim), "%d", opts->docs_limit);
@@ -517,14 +478,14 @@ int kf_prompt_build(kf_db *db, int64_t campaign_id, int64_t parent_id,
             "ORDER BY ts_rank(d.tsv, s.q) DESC, d.id LIMIT $3::int", 3, pq, err, errlen);
         free(q.s);
         if (d && PQntuples(d) > 0) {
-            sb_add(&u, "\n# Reference passages (from the campaign's hardware/compiler manuals)\n");
+            kf_strbuf_add(&u, "\n# Reference passages (from the campaign's hardware/compiler manuals)\n");
             size_t used = 0;
             for (int i = 0; i < PQntuples(d) && used < opts->docs_chars; i++) {
                 const char *c = PQgetvalue(d, i, 2);
                 size_t room = opts->docs_chars - used;
-                sb_printf(&u, "\n## %s, part %s\n\n", PQgetvalue(d, i, 0), PQgetvalue(d, i, 1));
+                kf_strbuf_printf(&u, "\n## %s, part %s\n\n", PQgetvalue(d, i, 0), PQgetvalue(d, i, 1));
                 sb_add_trunc(&u, c, room);
-                sb_add(&u, "\n");
+                kf_strbuf_add(&u, "\n");
                 used += strlen(c) < room ? strlen(c) : room;
             }
         }
@@ -532,33 +493,33 @@ int kf_prompt_build(kf_db *db, int64_t campaign_id, int64_t parent_id,
     }
 
     /* ---- 5. parent ---- */
-    sb_printf(&u, "\n# Current kernel (candidate %s, %s)\n\n", pid,
+    kf_strbuf_printf(&u, "\n# Current kernel (candidate %s, %s)\n\n", pid,
               !strcmp(parent_proposer, "seed") ? "the campaign's starting point" : "best so far");
     if (strcmp(parent_defs, "{}") != 0)
-        sb_printf(&u, "The farm's fastest choice of its tunables: %s\n\n", parent_defs);
-    sb_printf(&u, "```%s\n", fence);
+        kf_strbuf_printf(&u, "The farm's fastest choice of its tunables: %s\n\n", parent_defs);
+    kf_strbuf_printf(&u, "```%s\n", fence);
     sb_add_trunc(&u, parent_src, opts->source_chars);
-    if (u.len && u.s[u.len - 1] != '\n') sb_add(&u, "\n");
-    sb_add(&u, "```\n\n## Its results\n\n");
+    if (u.len && u.s[u.len - 1] != '\n') kf_strbuf_add(&u, "\n");
+    kf_strbuf_add(&u, "```\n\n## Its results\n\n");
     free(parent_src);
-    if (PQntuples(fb) == 0) sb_add(&u, "(not evaluated)\n");
+    if (PQntuples(fb) == 0) kf_strbuf_add(&u, "(not evaluated)\n");
     for (int i = 0; i < PQntuples(fb); i++) {
         const char *verdict = kf_db_str(fb, i, 2);
-        sb_printf(&u, "- target %s: %s", PQgetvalue(fb, i, 0), verdict ? verdict : "not finished");
+        kf_strbuf_printf(&u, "- target %s: %s", PQgetvalue(fb, i, 0), verdict ? verdict : "not finished");
         if (kf_db_str(fb, i, 6))
-            sb_printf(&u, ", %.3fx the baseline (%.2f us vs %.2f us)", kf_db_f64(fb, i, 6, 0),
+            kf_strbuf_printf(&u, ", %.3fx the baseline (%.2f us vs %.2f us)", kf_db_f64(fb, i, 6, 0),
                       kf_db_f64(fb, i, 4, 0), kf_db_f64(fb, i, 5, 0));
-        sb_add(&u, "\n");
+        kf_strbuf_add(&u, "\n");
         if (kf_db_str(fb, i, 3)) {
-            sb_add(&u, "  detail: ");
+            kf_strbuf_add(&u, "  detail: ");
             sb_add_trunc(&u, kf_db_str(fb, i, 3), opts->log_chars);
-            sb_add(&u, "\n");
+            kf_strbuf_add(&u, "\n");
         }
         add_metrics(&u, kf_db_str(fb, i, 7));
         if (verdict && strcmp(verdict, "ok") && kf_db_str(fb, i, 8) && *kf_db_str(fb, i, 8)) {
-            sb_add(&u, "  compiler output:\n```\n");
+            kf_strbuf_add(&u, "  compiler output:\n```\n");
             sb_add_trunc(&u, kf_db_str(fb, i, 8), opts->log_chars);
-            sb_add(&u, "\n```\n");
+            kf_strbuf_add(&u, "\n```\n");
         }
     }
     PQclear(fb);
@@ -581,8 +542,8 @@ int kf_prompt_build(kf_db *db, int64_t campaign_id, int64_t parent_id,
             2, pf, err, errlen);
         if (!f) goto fail;
         if (PQntuples(f) > 0) {
-            sb_add(&u, "\n# Recent failures in this campaign (avoid repeating them)\n\n");
-            for (int i = 0; i < PQntuples(f); i++) sb_printf(&u, "- %s\n", PQgetvalue(f, i, 1));
+            kf_strbuf_add(&u, "\n# Recent failures in this campaign (avoid repeating them)\n\n");
+            for (int i = 0; i < PQntuples(f); i++) kf_strbuf_printf(&u, "- %s\n", PQgetvalue(f, i, 1));
         }
         PQclear(f);
     }
@@ -593,17 +554,17 @@ int kf_prompt_build(kf_db *db, int64_t campaign_id, int64_t parent_id,
                                  1, p1, err, errlen);
         if (!h) goto fail;
         if (PQntuples(h) > 0) {
-            sb_add(&u, "\n# Hints from the engineers running this campaign\n\n");
+            kf_strbuf_add(&u, "\n# Hints from the engineers running this campaign\n\n");
             for (int i = 0; i < PQntuples(h); i++) {
-                sb_add(&u, "- ");
+                kf_strbuf_add(&u, "- ");
                 sb_add_trunc(&u, PQgetvalue(h, i, 0), 2000);
-                sb_add(&u, "\n");
+                kf_strbuf_add(&u, "\n");
             }
         }
         PQclear(h);
     }
 
-    sb_printf(&u,
+    kf_strbuf_printf(&u,
         "\n# Your turn\n\nWrite a faster, still exactly correct version of the current kernel "
         "(a child of candidate %s). Change one idea at a time, declare tunables with "
         "`// kfarm:tune` instead of guessing, and answer with one ```%s code block.\n", pid, fence);
