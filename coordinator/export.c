@@ -50,7 +50,7 @@ static const char CAMPAIGN_SQL[] =
     "          FROM fin WHERE verdict = 'ok' AND speedup IS NOT NULL),"
     " 'candidates', (SELECT json_agg(json_build_object('id', k.id, 'parent_id', k.parent_id,"
     "          'proposer', k.proposer, 'defines', k.defines, 'sha256', k.sha256,"
-    "          'created_at', k.created_at, 'note', k.note,"
+    "          'created_at', k.created_at, 'note', k.note, 'proposal_id', k.proposal_id,"
     "          'results', (SELECT json_agg(json_build_object('target', j.target,"
     "             'state', j.state, 'attempts', j.attempts, 'verdict', f.verdict,"
     "             'detail', f.detail, 'speedup', f.speedup, 'candidate_us', f.candidate_us,"
@@ -64,7 +64,20 @@ static const char CAMPAIGN_SQL[] =
     "             FROM jobs j LEFT JOIN fin f ON f.job_id = j.id WHERE j.candidate_id = k.id))"
     "          ORDER BY k.id) FROM candidates k WHERE k.campaign_id = c.id),"
     " 'sources', (SELECT json_object_agg(sha256, source) FROM (SELECT DISTINCT ON (sha256)"
-    "          sha256, source FROM candidates WHERE campaign_id = c.id) s)"
+    "          sha256, source FROM candidates WHERE campaign_id = c.id) s),"
+    /* Model proposals: why the model did what it did, and the ones that
+     * produced no candidate (no code, cut off, endpoint errors). Prompts and
+     * replies are cut at 20000 characters; `kfarm review show --prompt` has
+     * them whole. */
+    " 'proposals', (SELECT json_agg(json_build_object('id', p.id, 'kind', p.kind,"
+    "          'round', p.round, 'slot', p.slot, 'lineage', p.lineage, 'parent_id', p.parent_id,"
+    "          'state', p.state, 'model', p.model, 'temperature', p.temperature,"
+    "          'finish_reason', p.finish_reason, 'reason', p.reason,"
+    "          'prompt_tokens', p.prompt_tokens, 'completion_tokens', p.completion_tokens,"
+    "          'attempts', p.attempts, 'latency_s', p.latency_s, 'candidate_id', p.candidate_id,"
+    "          'reviewer_note', p.reviewer_note, 'created_at', p.created_at,"
+    "          'prompt', left(p.prompt, 20000), 'reply', left(p.reply, 20000)) ORDER BY p.id)"
+    "          FROM proposals p WHERE p.campaign_id = c.id)"
     ")::text FROM c JOIN tasks t ON t.id = c.task_id";
 
 static const char WORKERS_SQL[] =

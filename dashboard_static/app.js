@@ -6,9 +6,11 @@
  * Routing by location.hash:
  *   #                       campaign list
  *   #c/NAME                 one campaign: summary, verdicts, best per target,
- *                           best-so-far over time, leaderboard, candidates
+ *                           best-so-far over time, leaderboard, candidates,
+ *                           model proposals (tokens, failures and why)
  *   #c/NAME/ID              one candidate: results per target, attempts,
- *                           lineage, source, diff to its parent, logs
+ *                           lineage, the model's prompt and reply, source,
+ *                           diff to its parent, logs
  *   #workers                the fleet
  * Every text from the database goes into the page through textContent (el()
  * below), never innerHTML: candidate sources and worker details are
@@ -227,6 +229,21 @@
     filt.onchange = renderCands;
     renderCands();
     out.push(el("div", { "class": "filters" }, "verdict: ", filt), holder);
+
+    var props = c.proposals || [];
+    if (props.length) {
+      var tin = 0, tout = 0;
+      props.forEach(function (p) { tin += p.prompt_tokens || 0; tout += p.completion_tokens || 0; });
+      out.push(el("h2", { text: "Model proposals" }),
+        el("p", { "class": "muted", text: props.length + " proposals, " + tin + " prompt + " + tout + " completion tokens" }));
+      out.push(table(["id", "round", "state", "model", "tokens in/out", "finish", "candidate", "reason"],
+        props.slice(-300).map(function (p) {
+          return ["#" + p.id, p.round === null ? "-" : String(p.round), p.state, p.model || "-",
+            (p.prompt_tokens || 0) + "/" + (p.completion_tokens || 0), p.finish_reason || "-",
+            p.candidate_id ? link("#c/" + enc(c.name) + "/" + p.candidate_id, "#" + p.candidate_id) : "-",
+            p.reason || ""];
+        }), [1, 1, 0, 0, 1, 0, 1, 0]));
+    }
     return out;
   }
 
@@ -268,6 +285,16 @@
       return [link("#c/" + enc(c.name) + "/" + x.id, "#" + x.id), " "];
     })));
     if (k.note) out.push(el("p", { "class": "muted", text: k.note }));
+    var prop = null;
+    (c.proposals || []).forEach(function (p) { if (p.id === k.proposal_id) prop = p; });
+    if (prop) {
+      out.push(el("h2", { text: "Model proposal #" + prop.id }));
+      out.push(el("p", null, (prop.model || "-") + ", round " + prop.round + ", temperature " + fmt(prop.temperature, 2) +
+        ", tokens " + (prop.prompt_tokens || 0) + " in / " + (prop.completion_tokens || 0) + " out, finish " +
+        (prop.finish_reason || "-") + (prop.reviewer_note ? ", review: " + prop.reviewer_note : "")));
+      out.push(el("details", null, el("summary", { text: "prompt" }), el("pre", { text: prop.prompt || "" })));
+      out.push(el("details", null, el("summary", { text: "reply" }), el("pre", { text: prop.reply || "" })));
+    }
 
     out.push(el("h2", { text: "Results" }));
     (k.results || []).forEach(function (r) {

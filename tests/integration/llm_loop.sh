@@ -65,6 +65,20 @@ check "the key was sent as a Bearer token on every request" eq \
 check "the key is not in the coordinator log" bash -c "! grep -q '$LLM_KEY' '$T_DIR/coordinator.log'"
 out=$(kf campaign status lp)
 check "campaign status shows tokens and the best speedup" bash -c "grep -q '^tokens: ' <<<'$out' && grep -q '^best: ' <<<'$out' && grep -q 'round 7 of 7' <<<'$out'"
+kf export --out "$T_DIR/site"
+check "the dashboard export carries every proposal with its prompt, reply, tokens and failure reason" eq \
+  "$(python3 - "$T_DIR/site/data.js" <<'PY'
+import json, sys
+t = open(sys.argv[1]).read()
+d = json.loads(t[t.index("=") + 1:t.rindex(";")])
+c = [c for c in d["campaigns"] if c["name"] == "lp"][0]
+ps = c["proposals"]
+ok = all("Row softmax" in p["prompt"] and p["reply"] and p["prompt_tokens"] > 0 for p in ps)
+cut = [p for p in ps if p["finish_reason"] == "length" and "cut off" in (p["reason"] or "")]
+linked = [k for k in c["candidates"] if k["proposal_id"] in {p["id"] for p in ps}]
+print(len(ps), ok, len(cut), len(linked) > 0)
+PY
+)" "7 True 1 True"
 check "every candidate has exactly one final verdict" eq \
   "$(sql "SELECT count(*) FROM jobs j WHERE (SELECT count(*) FROM evaluations e WHERE e.job_id=j.id AND e.is_final) <> 1")" 0
 finish
