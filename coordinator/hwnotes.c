@@ -4,7 +4,7 @@
  *
  * Design. Prompts must say what exists on the target generation and what
  * does not (docs/hardware/, one Markdown file per generation, written for people and models alike), and
- * must show the ABI header verbatim (worker/abi/kf_abi.h). They are embedded
+ * must show the ABI header verbatim (abi/kf_abi.h). They are embedded
  * with .incbin like the schema (see embed.c), so an installed coordinator
  * needs no source tree. Architectures are matched by family: sm_90a uses
  * the sm_90 note, sm_100/sm_100a/sm_101/sm_103 the sm_100a note, sm_120/121
@@ -36,7 +36,7 @@ KF_HW_EMBED(kf_hw_sm90, "docs/hardware/sm_90.md");
 KF_HW_EMBED(kf_hw_sm100, "docs/hardware/sm_100a.md");
 KF_HW_EMBED(kf_hw_sm120, "docs/hardware/sm_120.md");
 KF_HW_EMBED(kf_hw_cpu, "docs/hardware/cpu.md");
-KF_HW_EMBED(kf_abi_text, "worker/abi/kf_abi.h");
+KF_HW_EMBED(kf_abi_text, "abi/kf_abi.h");
 
 const char *kf_prompt_hw_note(const char *arch)
 {

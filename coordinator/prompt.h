@@ -75,7 +75,7 @@ int kf_prompt_norm_sha256(const char *src, char out[65]);
  * when unknown. Static text (hwnotes.c). */
 const char *kf_prompt_hw_note(const char *arch);
 
-/* The kernel ABI header text (worker/abi/kf_abi.h). */
+/* The kernel ABI header text (abi/kf_abi.h). */
 const char *kf_prompt_abi_text(void);
 
 #endif

@@ -157,6 +157,17 @@ static char *clean_metrics(const char *s)
     return out;
 }
 
+/* Whether a result's metrics blame the task itself (the judge proved the
+ * task's own reference or baseline failed): not the worker's fault. */
+static int blames_task(const char *metrics)
+{
+    json_t *j = metrics ? json_loads(metrics, 0, NULL) : NULL;
+    const char *b = j ? json_string_value(json_object_get(j, "blame")) : NULL;
+    int t = b && !strcmp(b, "task");
+    json_decref(j);
+    return t;
+}
+
 kf_queue_status kf_queue_result(kf_db *db, const kf_queue_config *cfg, const char *worker_id,
                                 int64_t job_id, int64_t token, const kf_result *res,
                                 int *requeued, char *err, size_t errlen)
@@ -221,8 +232,11 @@ kf_queue_status kf_queue_result(kf_db *db, const kf_queue_config *cfg, const cha
         goto fail;
     }
 
-    int infra = v == KF_INFRA_ERROR;
-    int retry = infra && attempts < max_attempts;
+    /* infra_error blamed on the task (its reference failed or was too slow
+     * here) is retried elsewhere but never counts against this worker */
+    int task_fault = v == KF_INFRA_ERROR && blames_task(metrics);
+    int infra = v == KF_INFRA_ERROR && !task_fault;
+    int retry = v == KF_INFRA_ERROR && attempts < max_attempts;
     char att[24], b1[32], b2[32], b3[32];
     i64s(att, attempts);
     const char *pi[13] = {

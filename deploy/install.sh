@@ -19,7 +19,7 @@ if [ ! -x "$root/build/kfarm-worker" ]; then
 fi
 install -m 0755 "$root/build/kfarm" "$root/build/kfarm-coordinator" "$root/build/kfarm-worker" /usr/local/bin/
 install -d -m 0755 /usr/local/bin/include
-install -m 0644 "$root/worker/abi/kf_abi.h" /usr/local/bin/include/kf_abi.h
+install -m 0644 "$root/abi/kf_abi.h" /usr/local/bin/include/kf_abi.h
 id kfarm >/dev/null 2>&1 || useradd --system --home /var/lib/kfarm --shell /usr/sbin/nologin kfarm
 install -d -o kfarm -m 0750 /var/lib/kfarm
 install -d -m 0755 /etc/kfarm

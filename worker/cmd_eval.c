@@ -14,7 +14,10 @@
  * Exit status: 0 whenever a verdict was produced (whatever it is: a failing
  * candidate is a successful evaluation); 2 with a one-line reason on stderr
  * for bad usage (also: a task directory that does not load, a candidate that
- * is not a readable file).
+ * is not a readable file, and a task the judge proved broken -- blame "task":
+ * a reference whose output does not depend on its inputs, that fails, or that
+ * is too slow for this machine: no verdict is printed, it is not the
+ * candidate's).
  */
 #include "kf_eval.h"
 #include "kf_task.h"
@@ -42,7 +45,7 @@ int kf_worker_cmd_eval(int argc, char **argv)
 {
     kf_eval_req req;
     memset(&req, 0, sizeof(req));
-    req.seed = 1;
+    req.seed = 0; /* a random secret unless --seed is given */
     req.cache_dir = getenv("KFARM_CACHE_DIR");
     int json_out = 0, npos = 0;
     const char *pos[2] = {NULL, NULL};
@@ -53,13 +56,14 @@ int kf_worker_cmd_eval(int argc, char **argv)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             printf("usage: kfarm-worker eval TASK_DIR CANDIDATE [options]\n"
                    "  --define NAME=V   tunable value, compiled as -DNAME=V (repeatable)\n"
-                   "  --seed N          input seed (default 1)\n"
+                   "  --seed N          secret input seed, for a reproducible run (default: random)\n"
                    "  --timeout S       wall-clock limit of the evaluation child (default: the task's)\n"
                    "  --quick           fewer timing repetitions\n"
                    "  --json            print one JSON object (verdict, detail, timings, metrics, compile log)\n"
                    "  --work-dir DIR    scratch root (default $TMPDIR or /tmp)\n"
                    "  --cache-dir DIR   compile cache (default $KFARM_CACHE_DIR; none if unset)\n"
-                   "Exit status: 0 when a verdict was produced, 2 on bad usage (or a bad task/candidate path).\n");
+                   "Exit status: 0 when a verdict was produced, 2 on bad usage, a bad task/candidate path,\n"
+                   "or a task the judge refused (degenerate, failing or too slow reference).\n");
             return 0;
         } else if (!strcmp(a, "--json")) {
             json_out = 1;
@@ -139,6 +143,16 @@ int kf_worker_cmd_eval(int argc, char **argv)
     }
     json_t *metrics = json_loads(res.metrics_json ? res.metrics_json : "{}", 0, NULL);
     if (!metrics) metrics = json_object();
+    /* a task the judge proved broken (degenerate or failing reference, too
+     * slow for this machine) is refused like a task that does not load */
+    const char *blame = json_string_value(json_object_get(metrics, "blame"));
+    int task_refused = res.verdict == KF_INFRA_ERROR && blame && !strcmp(blame, "task");
+    if (task_refused) {
+        fprintf(stderr, "kfarm-worker eval: task %s refused: %s\n", req.task_dir, res.detail);
+        json_decref(metrics);
+        kf_eval_res_free(&res);
+        return 2;
+    }
     if (json_out) {
         json_t *o = json_object();
         json_object_set_new(o, "verdict", json_string(kf_verdict_name(res.verdict)));

@@ -26,7 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 
@@ -63,12 +65,12 @@ int kf_compile_abi_dir(char *buf, size_t cap)
         snprintf(buf, cap, "%s", env);
         return 0;
     }
-    /* the source tree this file was compiled from: <dir of __FILE__>/abi */
+    /* the source tree this file was compiled from: <dir of __FILE__>/../abi */
     char src[PATH_MAX];
     snprintf(src, sizeof(src), "%s", __FILE__);
     char *sd = dirname(src);
     char cand[PATH_MAX];
-    if (sd[0] == '/' && snprintf(cand, sizeof(cand), "%s/abi", sd) < (int)sizeof(cand) && has_abi(cand)) {
+    if (sd[0] == '/' && snprintf(cand, sizeof(cand), "%s/../abi", sd) < (int)sizeof(cand) && has_abi(cand)) {
         snprintf(buf, cap, "%s", cand);
         return 0;
     }
@@ -114,34 +116,6 @@ static int exec_fn(void *arg, int report_fd)
     return kf_sandbox_exec(((exec_arg *)arg)->argv);
 }
 
-/* Phrases in a compiler log that mean the worker, not the source, is broken.
- * Only lines the toolchain wrote about itself count: diagnostics attributed
- * to the source (they start with its path) and code excerpts (they start
- * with a space) are skipped, so `#error No space left on device` in a
- * candidate cannot make a worker look broken. */
-static const char *infra_phrase(const char *log, const char *source_path)
-{
-    static const char *const phrases[] = {
-        "No space left on device", "Disk quota exceeded", "cannot execute '",
-        "virtual memory exhausted", "Cannot allocate memory", "cannot find -lgomp",
-        "Read-only file system",
-    };
-    size_t spl = strlen(source_path);
-    for (const char *line = log; line && *line;) {
-        const char *nl = strchr(line, '\n');
-        size_t l = nl ? (size_t)(nl - line) : strlen(line);
-        if (!(l >= spl && !strncmp(line, source_path, spl)) && line[0] != ' ' &&
-            strncmp(line, "In file included", 16) != 0) {
-            char tmp[1024];
-            snprintf(tmp, sizeof(tmp), "%.*s", (int)(l < sizeof(tmp) ? l : sizeof(tmp) - 1), line);
-            for (size_t i = 0; i < sizeof(phrases) / sizeof(phrases[0]); i++)
-                if (strstr(tmp, phrases[i])) return phrases[i];
-        }
-        line = nl ? nl + 1 : NULL;
-    }
-    return NULL;
-}
-
 void kf_compile_first_error(const char *log, int fatal_too, char *out, size_t cap)
 {
     const char *line = log, *best = NULL;
@@ -185,26 +159,217 @@ int kf_compile_tool_version(const char *tool, const char *scratch_dir, double ti
     return ok ? 0 : -1;
 }
 
-int kf_compile_exec(char *const argv[], const char *scratch_dir, const char *out_path, double timeout_s,
-                    uint64_t fsize_limit, size_t output_cap, int (*tick)(void *arg), void *tick_arg,
-                    kf_sandbox_res *sb)
+/* ---- confined compiler runs ---- */
+
+int kf_compile_confine_spec(const kf_compile_job *job, kf_confine_spec *spec)
 {
-    /* the output directory must be writable in the sandbox */
-    char outdir[PATH_MAX];
-    snprintf(outdir, sizeof(outdir), "%s", out_path);
-    const char *wdirs[] = {dirname(outdir), NULL};
-    unlink(out_path);
-    exec_arg ea = {argv};
-    kf_sandbox_req sr = {.scratch_dir = scratch_dir,
-                         .timeout_s = timeout_s,
-                         .fsize_limit = fsize_limit,
-                         .output_cap = output_cap,
-                         .write_dirs = wdirs,
-                         .tick = tick,
-                         .tick_arg = tick_arg,
+    memset(spec, 0, sizeof(*spec));
+    spec->profile = KF_CONFINE_COMPILER;
+    spec->as_bytes = job->as_bytes;
+    spec->fsize_bytes = job->fsize_limit;
+    /* keep uid 0 under a root worker (capabilities are dropped all the
+     * same): the build folder lies in the worker's own private folders */
+    spec->drop_uid = 0;
+    if (kf_confine_default_reads(spec) < 0) return -1;
+    if (kf_confine_add_path(spec->read_paths, job->dir) < 0) return -1;
+    for (int i = 0; job->read_paths && job->read_paths[i]; i++)
+        if (kf_confine_add_path(spec->read_paths, job->read_paths[i]) < 0) return -1;
+    return 0;
+}
+
+int kf_compile_exec(const kf_compile_job *job, kf_sandbox_res *sb)
+{
+    memset(sb, 0, sizeof(*sb));
+    if (!job || !job->argv || !job->argv[0] || !job->dir || job->timeout_s <= 0) {
+        sb->how = KF_SANDBOX_FAILED;
+        snprintf(sb->err, sizeof(sb->err), "compile: invalid job");
+        return -1;
+    }
+    kf_confine_spec spec;
+    if (kf_compile_confine_spec(job, &spec) != 0) {
+        sb->how = KF_SANDBOX_FAILED;
+        snprintf(sb->err, sizeof(sb->err), "compile: allow-list too long");
+        return -1;
+    }
+    exec_arg ea = {job->argv};
+    kf_sandbox_req sr = {.scratch_dir = job->dir,
+                         .timeout_s = job->timeout_s,
+                         .fsize_limit = job->fsize_limit,
+                         .output_cap = job->output_cap,
+                         .confine = &spec,
+                         .tick = job->tick,
+                         .tick_arg = job->tick_arg,
                          .fn = exec_fn,
                          .arg = &ea};
     return kf_sandbox_run(&sr, sb);
+}
+
+/* A file name the compiler can take: the source's own name when it is
+ * plain ([A-Za-z0-9._-], not starting with '.' or '-'), with ext appended
+ * unless it already ends so; else "source" + ext. */
+static void stage_name(const char *source_path, const char *ext, char *name, size_t cap)
+{
+    const char *b = strrchr(source_path, '/');
+    b = b ? b + 1 : source_path;
+    size_t l = strlen(b), el = strlen(ext);
+    int ok = l > 0 && l < 128 && b[0] != '.' && b[0] != '-';
+    for (size_t i = 0; ok && i < l; i++)
+        ok = isalnum((unsigned char)b[i]) || b[i] == '.' || b[i] == '_' || b[i] == '-';
+    if (!ok) b = "source", l = 6;
+    if (l >= el && !strcmp(b + l - el, ext)) snprintf(name, cap, "%s", b);
+    else snprintf(name, cap, "%.*s%s", (int)l, b, ext);
+}
+
+int kf_compile_stage(const char *scratch_dir, const char *source_path, const char *ext, char *dir, size_t dcap,
+                     char *name, size_t ncap)
+{
+    if (snprintf(dir, dcap, "%s/build-XXXXXX", scratch_dir) >= (int)dcap) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    if (!mkdtemp(dir)) return -1;
+    stage_name(source_path, ext, name, ncap);
+    char dst[PATH_MAX + 256];
+    snprintf(dst, sizeof(dst), "%s/%s", dir, name);
+    if (kf_compile_copy_file(source_path, dst) != 0) {
+        int e = errno;
+        kf_util_rmtree(dir);
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
+int kf_compile_collect(const char *dir, const char *name, const char *out_path)
+{
+    char from[PATH_MAX + 256];
+    snprintf(from, sizeof(from), "%s/%s", dir, name);
+    struct stat st;
+    if (lstat(from, &st) != 0) return -1;
+    if (!S_ISREG(st.st_mode)) { /* a link the compiler left would point anywhere */
+        errno = EINVAL;
+        return -1;
+    }
+    if (rename(from, out_path) == 0) return 0;
+    if (errno != EXDEV) return -1;
+    return kf_compile_copy_file(from, out_path);
+}
+
+int kf_compile_disk_low(const char *path, uint64_t need_bytes, char *why, size_t cap)
+{
+    struct statvfs v;
+    if (!path || statvfs(path, &v) != 0) return 0;
+    uint64_t avail = (uint64_t)v.f_bavail * (uint64_t)(v.f_frsize ? v.f_frsize : v.f_bsize);
+    if (avail < need_bytes) {
+        snprintf(why, cap, "disk nearly full: %.1f MiB free on %s (a build needs up to %.0f MiB)",
+                 (double)avail / (1 << 20), path, (double)need_bytes / (1 << 20));
+        return 1;
+    }
+    if (v.f_files > 0 && v.f_favail < 1000) {
+        snprintf(why, cap, "disk nearly full: %llu inodes free on %s", (unsigned long long)v.f_favail, path);
+        return 1;
+    }
+    return 0;
+}
+
+int kf_compile_signal_is_compilers(int sig)
+{
+    switch (sig) {
+    case SIGSEGV: /* also what RLIMIT_AS often ends in */
+    case SIGBUS:
+    case SIGABRT:
+    case SIGILL:
+    case SIGFPE:
+    case SIGTRAP:
+    case SIGKILL: /* RLIMIT_CPU's hard limit, or memory exhausted */
+    case SIGXCPU:
+    case SIGXFSZ: return 1;
+    default: return 0; /* SIGTERM, SIGHUP, SIGINT, SIGSYS (our filter), ...: not the source's doing */
+    }
+}
+
+/* Toolchains proven to work recently (argv hash -> time), so a run of
+ * failing candidates costs one trivial build per 10 minutes, not one each. */
+#define CANARY_TTL_S 600.0
+static pthread_mutex_t g_canary_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    char key[65];
+    double at;
+} g_canary[16];
+
+static void canary_key(const kf_compile_job *job, const char *text, char key[65])
+{
+    kf_strbuf b = {0};
+    for (int i = 0; job->argv[i]; i++) {
+        kf_strbuf_add(&b, job->argv[i]);
+        kf_strbuf_addn(&b, "\0", 1);
+    }
+    kf_strbuf_printf(&b, "%llu|%llu|%s", (unsigned long long)job->as_bytes, (unsigned long long)job->fsize_limit,
+                     text);
+    kf_util_sha256_hex(b.s ? b.s : "", b.len, key);
+    free(b.s);
+}
+
+int kf_compile_canary(const kf_compile_job *job, const char *scratch_dir, const char *name, const char *text,
+                      char *why, size_t cap)
+{
+    char key[65];
+    canary_key(job, text, key);
+    double now = kf_util_now_s();
+    pthread_mutex_lock(&g_canary_mu);
+    for (size_t i = 0; i < sizeof(g_canary) / sizeof(g_canary[0]); i++)
+        if (!strcmp(g_canary[i].key, key) && now - g_canary[i].at < CANARY_TTL_S) {
+            pthread_mutex_unlock(&g_canary_mu);
+            return 1;
+        }
+    pthread_mutex_unlock(&g_canary_mu);
+
+    char dir[PATH_MAX];
+    if (snprintf(dir, sizeof(dir), "%s/canary-XXXXXX", scratch_dir) >= (int)sizeof(dir) || !mkdtemp(dir)) {
+        snprintf(why, cap, "cannot make a folder for a trivial build in %s: %s", scratch_dir, strerror(errno));
+        return 0;
+    }
+    char src[PATH_MAX + 256];
+    snprintf(src, sizeof(src), "%s/%s", dir, name);
+    if (kf_util_write_file(src, text, strlen(text)) != 0) {
+        snprintf(why, cap, "cannot write a trivial source in %s: %s", dir, strerror(errno));
+        kf_util_rmtree(dir);
+        return 0;
+    }
+    kf_compile_job c = *job;
+    c.dir = dir;
+    c.tick = NULL;
+    kf_sandbox_res sb;
+    int rc = kf_compile_exec(&c, &sb);
+    int ok = rc == 0 && sb.how == KF_SANDBOX_EXITED && sb.exit_status == 0;
+    if (!ok) {
+        char line[300] = "";
+        if (sb.output) kf_compile_first_error(sb.output, 1, line, sizeof(line));
+        if (rc != 0) snprintf(why, cap, "could not start the compiler: %s", sb.err);
+        else if (sb.confine_failed) snprintf(why, cap, "could not confine the compiler: %s", sb.err);
+        else if (sb.how == KF_SANDBOX_EXITED)
+            snprintf(why, cap, "the compiler fails on a trivial source too (status %d): %s", sb.exit_status, line);
+        else if (sb.how == KF_SANDBOX_SIGNALED)
+            snprintf(why, cap, "the compiler dies on a trivial source too (signal %s)", strsignal(sb.signal));
+        else
+            snprintf(why, cap, "a trivial build did not finish within %.0f s", c.timeout_s);
+    } else {
+        pthread_mutex_lock(&g_canary_mu);
+        size_t oldest = 0;
+        for (size_t i = 0; i < sizeof(g_canary) / sizeof(g_canary[0]); i++) {
+            if (!strcmp(g_canary[i].key, key) || !g_canary[i].key[0]) {
+                oldest = i;
+                break;
+            }
+            if (g_canary[i].at < g_canary[oldest].at) oldest = i;
+        }
+        memcpy(g_canary[oldest].key, key, 65);
+        g_canary[oldest].at = now;
+        pthread_mutex_unlock(&g_canary_mu);
+    }
+    kf_sandbox_res_free(&sb);
+    kf_util_rmtree(dir);
+    return ok;
 }
 
 int kf_compile_cache_put(const char *entry, const char *from)
@@ -245,6 +410,12 @@ static void set_detail(kf_compile_res *res, kf_compile_status st, const char *fm
     snprintf(res->detail, sizeof(res->detail), fmt, a, b);
 }
 
+#define CC_FSIZE (256u << 20)
+#define CC_AS ((uint64_t)4 << 30)
+#define CC_OUT "kf_out.so"
+
+static const char k_cc_canary[] = "#include \"kf_abi.h\"\nint kf_canary_value(void) { return 42; }\n";
+
 int kf_compile_run(const kf_compile_req *req, kf_compile_res *res)
 {
     memset(res, 0, sizeof(*res));
@@ -281,7 +452,6 @@ int kf_compile_run(const kf_compile_req *req, kf_compile_res *res)
         return 0;
     }
 
-    /* the compiler runs in the scratch dir: give it absolute paths */
     char srcabs[PATH_MAX];
     if (!realpath(req->source_path, srcabs)) {
         set_detail(res, KF_COMPILE_INFRA, "cannot resolve source %s: %s", req->source_path, strerror(errno));
@@ -300,11 +470,13 @@ int kf_compile_run(const kf_compile_req *req, kf_compile_res *res)
     snprintf(abipath, sizeof(abipath), "%s/kf_abi.h", abi);
     char *abitext = kf_util_read_file(abipath, &abilen, 1 << 20);
 
-    /* argv: flags first (they go into the key), then -o OUT SRC */
+    /* argv: flags first (they go into the key), then -o OUT SRC, both
+     * relative to the private build folder the compiler runs in */
     char iflag[PATH_MAX + 3];
     snprintf(iflag, sizeof(iflag), "-I%s", abi);
     char *argv[96];
     char defs[64][160];
+    char sname[256] = "source.c";
     int ac = 0;
     argv[ac++] = res->compiler;
     argv[ac++] = (char *)(req->opt ? req->opt : "-O3");
@@ -320,8 +492,8 @@ int kf_compile_run(const kf_compile_req *req, kf_compile_res *res)
     }
     int nflags = ac;
     argv[ac++] = "-o";
-    argv[ac++] = (char *)req->out_path;
-    argv[ac++] = srcabs;
+    argv[ac++] = CC_OUT;
+    argv[ac++] = sname;
     argv[ac] = NULL;
 
     /* cache key: source, flags (without the -I path: the header text instead),
@@ -381,39 +553,71 @@ int kf_compile_run(const kf_compile_req *req, kf_compile_res *res)
         /* unreadable entry: rebuild */
     }
 
-    /* build in a sandbox; the output directory must be writable there */
+    /* The compiler reads only the toolchain, the ABI header and a private
+     * build folder holding a copy of the source; it writes only there. */
+    unlink(req->out_path); /* a stale file is never taken for output */
+    char bdir[PATH_MAX];
+    if (kf_compile_stage(req->scratch_dir, srcabs, ".c", bdir, sizeof(bdir), sname, sizeof(sname)) != 0) {
+        int e = errno;
+        set_detail(res, KF_COMPILE_INFRA, "cannot stage the source for the compiler in %s: %s", req->scratch_dir,
+                   strerror(e));
+        return 0;
+    }
+    char ccreal[PATH_MAX], ccdir[PATH_MAX] = "";
+    if (realpath(res->compiler, ccreal)) snprintf(ccdir, sizeof(ccdir), "%s", dirname(ccreal));
+    const char *reads[] = {abi, ccdir[0] ? ccdir : NULL, NULL};
     double timeout_s = req->timeout_s > 0 ? req->timeout_s : 120;
+    kf_compile_job job = {.argv = argv,
+                          .dir = bdir,
+                          .read_paths = reads,
+                          .as_bytes = CC_AS,
+                          .fsize_limit = CC_FSIZE,
+                          .output_cap = LOG_CAP,
+                          .timeout_s = timeout_s,
+                          .tick = req->tick,
+                          .tick_arg = req->tick_arg};
     kf_sandbox_res sb;
-    int rc = kf_compile_exec(argv, req->scratch_dir, req->out_path, timeout_s, 256u << 20, LOG_CAP, req->tick,
-                             req->tick_arg, &sb);
+    int rc = kf_compile_exec(&job, &sb);
     res->seconds = sb.wall_s;
+    res->confined = sb.confined;
+    res->confine = sb.confine;
     if (rc != 0) {
         set_detail(res, KF_COMPILE_INFRA, "could not start the compiler: %s%s", sb.err, "");
+        kf_util_rmtree(bdir);
         return 0;
     }
     free(res->log);
     res->log = sb.output;
     sb.output = NULL;
-    const char *phrase = infra_phrase(res->log, srcabs);
-    char line[400];
-    switch (sb.how) {
+    char line[400], why[400];
+    if (sb.confine_failed) {
+        set_detail(res, KF_COMPILE_INFRA, "could not confine the compiler: %s%s", sb.err, "");
+    } else switch (sb.how) {
     case KF_SANDBOX_TIMEOUT: {
         char secs[32];
         snprintf(secs, sizeof(secs), "%.0f", timeout_s);
-        set_detail(res, KF_COMPILE_FAILED, "compilation exceeded the %s s limit%s", secs, "");
+        set_detail(res, KF_COMPILE_FAILED, "compile exceeded %s s (the compile time limit)%s", secs, "");
         break;
     }
     case KF_SANDBOX_CANCELLED: set_detail(res, KF_COMPILE_INFRA, "cancelled%s%s", "", ""); break;
     case KF_SANDBOX_SIGNALED:
         if (sb.signal == SIGXFSZ)
             set_detail(res, KF_COMPILE_FAILED, "build output exceeds the %s file size limit%s", "256 MiB", "");
+        else if (kf_compile_signal_is_compilers(sb.signal))
+            set_detail(res, KF_COMPILE_FAILED, "compiler died of signal %s (limits: 4 GiB address space, 256 MiB "
+                       "files)%s", strsignal(sb.signal), "");
         else
             set_detail(res, KF_COMPILE_INFRA, "compiler killed by signal %s%s", strsignal(sb.signal), "");
         break;
     case KF_SANDBOX_EXITED:
         if (sb.exit_status == 0) {
-            struct stat st;
-            if (stat(req->out_path, &st) != 0 || st.st_size == 0 || !is_elf_file(req->out_path)) {
+            if (kf_compile_collect(bdir, CC_OUT, req->out_path) != 0) {
+                int e = errno;
+                set_detail(res, KF_COMPILE_INFRA, "compiler reported success but its shared object could not be "
+                           "taken: %s%s", strerror(e), "");
+                break;
+            }
+            if (!is_elf_file(req->out_path)) {
                 set_detail(res, KF_COMPILE_INFRA, "compiler reported success but wrote no shared object %s%s",
                            req->out_path, "");
                 break;
@@ -424,10 +628,20 @@ int kf_compile_run(const kf_compile_req *req, kf_compile_res *res)
             if (use_cache && kf_util_mkdirs(req->cache_dir) == 0) kf_compile_cache_put(cpath, req->out_path);
             break;
         }
-        if (phrase || sb.exit_status == 127 || sb.exit_status == 126) {
+        /* The log is the candidate's to write (#line, #error, file names):
+         * blame the worker only for what it proves itself. */
+        kf_util_rmtree(bdir); /* what the build wrote no longer counts against the disk */
+        bdir[0] = 0;
+        int e = kf_sandbox_exec_failed(&sb);
+        if (e) {
             kf_compile_first_error(res->log, 0, line, sizeof(line));
-            set_detail(res, KF_COMPILE_INFRA, "compiler could not run properly (status %s): %s",
-                       sb.exit_status == 127 ? "127" : sb.exit_status == 126 ? "126" : "non-zero", line);
+            set_detail(res, KF_COMPILE_INFRA, "compiler could not be executed (status %s): %s",
+                       sb.exit_status == 127 ? "127" : "126", strerror(e));
+        } else if (kf_compile_disk_low(req->scratch_dir, CC_FSIZE, why, sizeof(why)) ||
+                   (use_cache && kf_compile_disk_low(req->cache_dir, CC_FSIZE, why, sizeof(why)))) {
+            set_detail(res, KF_COMPILE_INFRA, "%s%s", why, "");
+        } else if (!kf_compile_canary(&job, req->scratch_dir, sname, k_cc_canary, why, sizeof(why))) {
+            set_detail(res, KF_COMPILE_INFRA, "%s%s", why, "");
         } else {
             kf_compile_first_error(res->log, 0, line, sizeof(line));
             set_detail(res, KF_COMPILE_FAILED, "%s%s", line[0] ? line : "compiler failed with no output", "");
@@ -435,6 +649,7 @@ int kf_compile_run(const kf_compile_req *req, kf_compile_res *res)
         break;
     case KF_SANDBOX_FAILED: set_detail(res, KF_COMPILE_INFRA, "%s%s", sb.err, ""); break;
     }
+    if (bdir[0]) kf_util_rmtree(bdir);
     if (res->status != KF_COMPILE_OK) unlink(req->out_path); /* never leave a failed build around */
     kf_sandbox_res_free(&sb);
     return 0;

@@ -7,15 +7,34 @@
  *     cc -O3 -march=native -fopenmp -shared -fPIC -std=gnu11 -I<abi dir>
  *        [-DNAME=VALUE ...] -o out.so source.c
  *
- * The compiler runs in a sandboxed child (worker/sandbox.c) with a time
- * limit; its output, capped, is the compile log.
+ * The compiler runs in a sandboxed child (worker/sandbox.c) confined by
+ * worker/confine.h's KF_CONFINE_COMPILER profile: it reads only the
+ * toolchain (the default read list, which covers /usr and the CUDA root,
+ * plus the compiler's own folder), the ABI header's folder and a private
+ * build folder <scratch>/build-XXXXXX holding a copy of the source; it
+ * writes only that folder (the output is built there and moved to
+ * out_path by the worker); no network, no signals outside its process
+ * group, 4 GiB of address space, 256 MiB files, with a time limit. So
+ * `#include "/etc/kfarm/fleet.key"` or `.incbin` of any file outside those
+ * folders fails with "Permission denied", and the log never quotes it.
+ * Its output, capped, is the compile log.
  *
- * Who is at fault matters (case B2): a compiler that exits non-zero on the
- * source is the candidate's compile_error; a compiler that cannot be run at
- * all (not found: exec fails or status 127), a full disk (ENOSPC anywhere,
- * "No space left on device" in the log), a killed compiler, or a timeout
- * is the worker's problem, reported as KF_COMPILE_INFRA so the job is
- * retried elsewhere -- and never cached.
+ * Who is at fault matters (cases B2, I9). The log is the candidate's to
+ * write (`#line 1 "No space left on device"` then `#error`), so no phrase in
+ * it ever blames the worker. KF_COMPILE_INFRA (retried elsewhere, never
+ * cached) only for what the worker proves itself: the compiler is missing
+ * or could not be executed (the failed exec reports itself on a channel
+ * the compiler cannot write), confinement could not be applied, the
+ * compiler was killed by a signal it does not bring on itself (SIGTERM,
+ * SIGHUP, ... -- not SIGSEGV/SIGKILL/SIGXCPU/SIGXFSZ, which limits and
+ * crashes on the source cause), a write of the worker's own failed
+ * (staging, moving the output: ENOSPC), statvfs shows the scratch or cache
+ * folder nearly full (less than 256 MiB or 1000 inodes free, checked after
+ * the build's own files are removed), or the same compiler with the same
+ * flags fails on a trivial source too (a canary build, run only after a
+ * failure, remembered for 10 minutes when it passes). Everything else --
+ * a non-zero exit, running out of the address space, the wall-clock limit
+ * ("compile exceeded N s") -- is the candidate's compile_error.
  *
  * Cache: <cache_dir>/<key>.so, key = sha256 over the source bytes, every
  * flag and define, the compiler's resolved path and `--version` text, the
@@ -34,6 +53,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "confine.h"
 #include "kf_task.h"
 #include "sandbox.h"
 
@@ -65,10 +85,12 @@ typedef struct {
     char compiler[512];        /* resolved compiler path */
     char *log;                 /* compiler output, capped (malloc'ed, never NULL after run) */
     char detail[512];          /* one line: first error, or what went wrong */
+    int confined;              /* the compiler ran confined: facts below (0 on a cache hit) */
+    kf_confine_facts confine;  /* what took effect in the compiler's process */
 } kf_compile_res;
 
 /* Directory holding kf_abi.h: <dir of /proc/self/exe>/include, else
- * $KFARM_ABI_DIR, else the source tree's worker/abi. Writes it into buf;
+ * $KFARM_ABI_DIR, else the source tree's abi. Writes it into buf;
  * returns 0, or -1 if none contains kf_abi.h. */
 int kf_compile_abi_dir(char *buf, size_t cap);
 
@@ -89,17 +111,66 @@ void kf_compile_res_free(kf_compile_res *res);
 int kf_compile_tool_version(const char *tool, const char *scratch_dir, double timeout_s,
                             const char *must_contain, int first_line, char *ver, size_t cap);
 
-/* Run argv (argv[0] looked up on PATH) in a sandboxed child: cwd/TMPDIR
- * scratch_dir, wall-clock limit timeout_s seconds (> 0), RLIMIT_FSIZE
- * fsize_limit bytes, at most output_cap bytes of stdout+stderr kept, writes
- * allowed also in dirname(out_path); tick/tick_arg are forwarded. Removes
- * out_path first so a stale file is never taken for output. Returns
- * kf_sandbox_run's result: 0 with *sb filled for every outcome of the child,
+/* One confined compiler run (see the header comment). */
+typedef struct {
+    char *const *argv;               /* argv[0]: a path, or a name looked up on PATH; file
+                                      * arguments relative to dir */
+    const char *dir;                 /* private build folder (kf_compile_stage): cwd, HOME,
+                                      * TMPDIR, and the only folder the compiler may write */
+    const char *const *read_paths;   /* readable besides kf_confine_default_reads and dir:
+                                      * toolchain folders, the ABI dir; NULL-terminated or NULL */
+    uint64_t as_bytes;               /* RLIMIT_AS in bytes; 0 = none */
+    uint64_t fsize_limit;            /* RLIMIT_FSIZE in bytes; 0 = 64 MiB */
+    size_t output_cap;               /* stdout+stderr bytes kept; 0 = 64 KiB */
+    double timeout_s;                /* wall-clock limit, seconds (> 0) */
+    int (*tick)(void *arg);          /* forwarded to the sandbox */
+    void *tick_arg;
+} kf_compile_job;
+
+/* The confinement kf_compile_exec applies for job: KF_CONFINE_COMPILER,
+ * default reads + dir + job->read_paths, job's limits, uid kept
+ * (capabilities dropped). 0, or -1 when the allow-list overflows. */
+int kf_compile_confine_spec(const kf_compile_job *job, kf_confine_spec *spec);
+
+/* Run job->argv in a sandboxed, confined child (kf_sandbox_run with
+ * kf_compile_confine_spec): returns kf_sandbox_run's result, 0 with *sb
+ * filled for every outcome of the child (sb->confine_failed, sb->confine,
+ * kf_sandbox_exec_failed(sb) tell what happened before the compiler ran),
  * -1 (sb->err says why) when it could not be started. Free sb with
  * kf_sandbox_res_free. */
-int kf_compile_exec(char *const argv[], const char *scratch_dir, const char *out_path, double timeout_s,
-                    uint64_t fsize_limit, size_t output_cap, int (*tick)(void *arg), void *tick_arg,
-                    kf_sandbox_res *sb);
+int kf_compile_exec(const kf_compile_job *job, kf_sandbox_res *sb);
+
+/* Make a private build folder <scratch_dir>/build-XXXXXX (mode 0700) and copy
+ * source_path into it as `name`: the source's file name when it is plain
+ * ([A-Za-z0-9._-]), else "source", with ext (".c", ".cu") appended unless
+ * it already ends so. Writes the folder into dir and the name into name.
+ * 0, or -1 with errno (ENOSPC, EDQUOT, ENOENT, ...; nothing is left behind). */
+int kf_compile_stage(const char *scratch_dir, const char *source_path, const char *ext, char *dir, size_t dcap,
+                     char *name, size_t ncap);
+
+/* Move dir/name (a regular file the compiler wrote) to out_path: rename, or
+ * copy across file systems. 0, or -1 with errno (ENOENT: not written;
+ * EINVAL: not a regular file; ENOSPC ...). */
+int kf_compile_collect(const char *dir, const char *name, const char *out_path);
+
+/* Whether the file system holding path is (nearly) full: fewer than
+ * need_bytes available to unprivileged users, or fewer than 1000 free
+ * inodes. 1 (why says what was found), or 0 (also when statvfs fails). */
+int kf_compile_disk_low(const char *path, uint64_t need_bytes, char *why, size_t cap);
+
+/* Whether a compiler killed by signal sig brought it on itself (a crash,
+ * or a resource limit its input drove it into: SIGSEGV, SIGBUS, SIGABRT,
+ * SIGILL, SIGFPE, SIGTRAP, SIGKILL, SIGXCPU, SIGXFSZ): the source's fault.
+ * 0 for signals only someone else sends (SIGTERM, SIGHUP, SIGINT, ...). */
+int kf_compile_signal_is_compilers(int sig);
+
+/* Canary: run job (same argv, limits and confinement) in a fresh folder
+ * under scratch_dir holding `text` as file `name` (the job's source file
+ * name). 1 when it builds (remembered for 10 minutes per argv+text, so
+ * repeated failures cost one canary), 0 when the toolchain fails on it too
+ * (why says how: the worker's fault). */
+int kf_compile_canary(const kf_compile_job *job, const char *scratch_dir, const char *name, const char *text,
+                      char *why, size_t cap);
 
 /* Copy the file from to to (whole file, at most 1 GiB, to replaced).
  * 0, or -1 with errno (ENOENT, ENOSPC, EDQUOT, EFBIG, ...). */

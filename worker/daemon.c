@@ -259,7 +259,9 @@ static void fill_req(daemon_cfg *c, const Kfarm__Job *job, const job_paths *p, k
     memset(req, 0, sizeof(*req));
     req->task_dir = p->task_dir;
     req->source_path = p->src;
-    req->seed = job->has_seed ? job->seed : job->job_id;
+    /* 0: the judge draws a secret seed (never the job id, which a candidate
+     * could learn); it is revealed in the metrics once the runners are dead */
+    req->seed = 0;
     req->work_dir = p->job_dir;
     req->cache_dir = c->cache_dir;
     req->quick = c->quick;
@@ -433,6 +435,28 @@ static void wipe_key_in_child(void)
     if (g_key) OPENSSL_cleanse(g_key, sizeof(*g_key));
 }
 
+/* The fleet key as read from the environment by kf_daemon_read_env, before
+ * main() removes secrets from the environment; kf_daemon_main takes it from
+ * here (and wipes this copy). */
+static struct {
+    int loaded, rc;
+    kf_wire_key key;
+    char err[512];
+} g_env_key;
+
+/* Read what `run` needs from the environment ($KFARM_FLEET_KEY or the file
+ * $KFARM_FLEET_KEY_FILE) into memory, so that main() can scrub those
+ * variables before anything else runs. Declared in main.c. 0, or -1 when
+ * there is no usable key (kf_daemon_main reports it). */
+int kf_daemon_read_env(void);
+int kf_daemon_read_env(void)
+{
+    memset(&g_env_key, 0, sizeof(g_env_key));
+    g_env_key.rc = kf_wire_key_load(&g_env_key.key, NULL, g_env_key.err, sizeof(g_env_key.err));
+    g_env_key.loaded = 1;
+    return g_env_key.rc;
+}
+
 int kf_daemon_main(int argc, char **argv)
 {
     daemon_cfg c = {0};
@@ -485,7 +509,16 @@ int kf_daemon_main(int argc, char **argv)
         return 2;
     }
     char err[512];
-    if (kf_wire_key_load(&c.key, NULL, err, sizeof(err)) < 0) {
+    if (g_env_key.loaded) {
+        int rc = g_env_key.rc;
+        c.key = g_env_key.key;
+        snprintf(err, sizeof(err), "%s", g_env_key.err);
+        OPENSSL_cleanse(&g_env_key, sizeof(g_env_key));
+        if (rc < 0) {
+            fprintf(stderr, "kfarm-worker: %s\n", err);
+            return 2;
+        }
+    } else if (kf_wire_key_load(&c.key, NULL, err, sizeof(err)) < 0) {
         fprintf(stderr, "kfarm-worker: %s\n", err);
         return 2;
     }

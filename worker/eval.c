@@ -1,57 +1,57 @@
 /*
- * eval.c -- one evaluation, start to verdict (implements worker/kf_eval.h).
+ * eval.c -- one evaluation, start to verdict (implements worker/kf_eval.h),
+ * for every backend.
  *
- *   1. load the task; check the defines (kf_tune_valid_name/value)
- *   2. make a private work folder: <work_dir>/kfarm-eval-XXXXXX/{build,run}
- *   3. build reference (-O2), baseline and candidate (-O3 + defines) through
- *      compile.c (cache, sandboxed compiler); a reference/baseline that does
- *      not build is the task's problem (infra_error), the candidate's is
- *      compile_error, a broken toolchain is infra_error
+ *   1. load the task; check the backend is served here and the defines
+ *      (kf_tune_valid_name/value)
+ *   2. private work folder <work_dir>/kfarm-eval-XXXXXX with one folder per
+ *      shared object (build/, reference/, baseline/, candidate/): a runner's
+ *      read allow-list holds only its own folder
+ *   3. builds (cpu: compile.c; cuda: kf_cuda_build for the device's exact
+ *      sm_XY), through the compile cache and the confined compiler; the
+ *      task's own code failing to build is the task's infra_error, the
+ *      candidate's compile_error (unsupported when only the architecture is
+ *      wrong), a broken toolchain the worker's infra_error
  *   4. static integrity: forbidden symbols (ELF .dynsym + source scan)
- *   5. run harness.c in a sandboxed child with the wall-clock limit; a
- *      statically rejected candidate is still run (validation only), so that
- *      a crash or hang outranks the rejection as the precedence requires
- *   6. turn the child's report, or how it died, into a verdict, and combine
- *      with step 4 by precedence:
- *        compile_error/infra_error > load_error > runtime_error/timeout >
- *        rejected_cheat > incorrect > ok
+ *   5. the judge (judge.c) in a sandboxed child with the wall-clock limit;
+ *      a statically rejected candidate is still validated (not timed), so a
+ *      crash or hang outranks the rejection as the precedence requires
+ *   6. the judge's verdict and blame, or how the judge itself ended (always
+ *      the worker's fault: the judge runs no candidate code), combined with
+ *      step 4 by precedence:
+ *        compile_error/infra_error/unsupported > load_error >
+ *        runtime_error/timeout > rejected_cheat > incorrect > ok
+ *      except that a forbidden symbol outranks runtime_error and timeout:
+ *      under confinement the forbidden call itself is what fails (C9)
  *
- * Who is blamed when the child dies without reporting (see harness.h): the
- * candidate when it had been loaded (load_error if it died inside dlopen,
- * i.e. in a constructor, else runtime_error or timeout), the task otherwise.
- *
- * Everything the verdict rests on goes into metrics_json: compile info,
- * static checks, sandbox facts (Landlock, network namespace, wall time),
- * the child's validation/timing tables, and a capped tail of what the
- * candidate printed.
+ * metrics_json follows docs/metrics.md for both backends.
  */
 #define _GNU_SOURCE
 #include "kf_eval.h"
 #include "compile.h"
 #include "device.h"
-#include "harness.h"
+#include "judge.h"
 #include "sandbox.h"
 #include "kf_task.h"
 #include "kf_tune.h"
 #include "kf_util.h"
+#include "kf_cuda.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <libgen.h>
 #include <limits.h>
 #include <signal.h>
-#include <string.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
-
-#ifdef KFARM_HAVE_CUDA
-#include "kf_cuda.h"
-#endif
-
-#define CHILD_OUTPUT_KEEP 4096
 
 static int rank(kf_verdict v)
 {
@@ -75,29 +75,22 @@ static void set_verdict(kf_eval_res *res, kf_verdict v, const char *fmt, ...)
     va_end(ap);
 }
 
-static const char *signal_name(int sig)
-{
-    switch (sig) {
-    case SIGSEGV: return "SIGSEGV";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGILL: return "SIGILL";
-    case SIGABRT: return "SIGABRT";
-    case SIGKILL: return "SIGKILL";
-    case SIGTERM: return "SIGTERM";
-    case SIGXFSZ: return "SIGXFSZ";
-    case SIGXCPU: return "SIGXCPU";
-    case SIGPIPE: return "SIGPIPE";
-    case SIGTRAP: return "SIGTRAP";
-    case SIGSYS: return "SIGSYS";
-    case SIGINT: return "SIGINT";
-    case SIGHUP: return "SIGHUP";
-    case SIGALRM: return "SIGALRM";
-    case SIGUSR1: return "SIGUSR1";
-    case SIGUSR2: return "SIGUSR2";
-    }
-    return "signal";
-}
+static const char *const role_dir[3] = {"reference", "baseline", "candidate"};
+
+typedef struct {
+    const kf_eval_req *req;
+    kf_eval_res *res;
+    kf_task task;
+    int task_loaded;
+    int cuda;
+    char dir[PATH_MAX];
+    char rdir[PATH_MAX];      /* what runners may read: their binary and one folder each */
+    char build[PATH_MAX + 8];
+    char so[3][PATH_MAX + 48];
+    char arch[16];
+    json_t *metrics;
+    const char *blame;
+} ev;
 
 static json_t *compile_json(const kf_compile_res *c)
 {
@@ -112,155 +105,183 @@ static json_t *compile_json(const kf_compile_res *c)
     return o;
 }
 
-typedef struct {
-    const kf_eval_req *req;
-    kf_eval_res *res;
-    kf_task task;
-    int task_loaded;
-    char dir[PATH_MAX];      /* private work folder */
-    char build[PATH_MAX + 8], rundir[PATH_MAX + 8];
-    char so[3][PATH_MAX + 32];
-    json_t *metrics;
-} ev;
+static json_t *cuda_build_json(const kf_cuda_build_res *b)
+{
+    json_t *fns = json_array();
+    for (int i = 0; i < b->n_fn; i++)
+        json_array_append_new(fns, json_pack("{s:s,s:i,s:i,s:i,s:i,s:i}", "name", b->fn[i].name, "registers",
+                                             b->fn[i].registers, "smem_bytes", b->fn[i].smem_bytes, "stack_bytes",
+                                             b->fn[i].stack_bytes, "spill_stores", b->fn[i].spill_stores,
+                                             "spill_loads", b->fn[i].spill_loads));
+    return json_pack("{s:s,s:b,s:f,s:s,s:s,s:o}", "status",
+                     b->status == KF_CUDA_BUILD_OK ? "ok" : b->status == KF_CUDA_BUILD_FAILED ? "failed"
+                                                        : b->status == KF_CUDA_BUILD_ARCH ? "arch" : "infra",
+                     "cached", b->cached, "seconds", b->seconds, "key", b->key, "detail", b->detail, "ptxas", fns);
+}
 
-/* Build one of reference (0), baseline (1), candidate (2). Returns 0 if it
- * built, else sets the verdict and returns -1. */
+/* Build one of reference (0), baseline (1), candidate (2). 0 if built, else
+ * the verdict is set and -1 returned. */
 static int build_one(ev *e, int which)
 {
-    static const char *const names[3] = {"reference", "baseline", "candidate"};
     const kf_eval_req *req = e->req;
     char src[PATH_MAX * 2];
     if (which == 2)
         snprintf(src, sizeof(src), "%s", req->source_path);
     else
         snprintf(src, sizeof(src), "%s/%s", req->task_dir, which == 0 ? e->task.reference : e->task.baseline);
-    snprintf(e->so[which], sizeof(e->so[which]), "%s/%s.so", e->dir, names[which]);
-    kf_compile_req cr = {.source_path = src,
-                         .out_path = e->so[which],
-                         .scratch_dir = e->build,
-                         .cache_dir = req->cache_dir,
-                         .opt = which == 0 ? "-O2" : "-O3",
-                         .n_defines = which == 2 ? req->n_defines : 0,
-                         .define_names = req->define_names,
-                         .define_values = req->define_values,
-                         .tick = req->tick,
-                         .tick_arg = req->tick_arg};
+    const char *who = role_dir[which];
+    json_t *cj = json_object_get(e->metrics, "compile");
+    if (e->cuda) {
+        const char *libs[4];
+        for (int i = 0; i < e->task.n_link && i < 4; i++) libs[i] = e->task.link[i];
+        kf_cuda_build_req br = {.source_path = src, .out_path = e->so[which], .scratch_dir = e->build,
+                                .cache_dir = req->cache_dir, .arch = e->arch,
+                                .n_libs = which == 2 ? 0 : e->task.n_link, .libs = libs,
+                                .n_defines = which == 2 ? req->n_defines : 0,
+                                .define_names = req->define_names, .define_values = req->define_values,
+                                .tick = req->tick, .tick_arg = req->tick_arg};
+        kf_cuda_build_res b;
+        kf_cuda_build(&br, &b);
+        json_object_set_new(cj, who, cuda_build_json(&b));
+        if (which == 2 || b.status != KF_CUDA_BUILD_OK) {
+            free(e->res->compile_log);
+            e->res->compile_log = strdup(b.log ? b.log : "");
+        }
+        int rc = 0;
+        if (b.status != KF_CUDA_BUILD_OK) {
+            rc = -1;
+            if (which == 2)
+                set_verdict(e->res, b.status == KF_CUDA_BUILD_FAILED ? KF_COMPILE_ERROR
+                                    : b.status == KF_CUDA_BUILD_ARCH ? KF_UNSUPPORTED : KF_INFRA_ERROR,
+                            "%s", b.detail);
+            else if (b.status == KF_CUDA_BUILD_ARCH)
+                set_verdict(e->res, KF_UNSUPPORTED, "the task's %s does not build for %s: %s", who, e->arch, b.detail);
+            else
+                set_verdict(e->res, KF_INFRA_ERROR, "the task's %s does not build: %s", who, b.detail);
+            e->blame = which == 2 && b.status != KF_CUDA_BUILD_INFRA ? "candidate"
+                       : b.status == KF_CUDA_BUILD_INFRA ? "worker" : "task";
+        }
+        kf_cuda_build_res_free(&b);
+        return rc;
+    }
+    kf_compile_req cr = {.source_path = src, .out_path = e->so[which], .scratch_dir = e->build,
+                         .cache_dir = req->cache_dir, .opt = which == 0 ? "-O2" : "-O3",
+                         .n_defines = which == 2 ? req->n_defines : 0, .define_names = req->define_names,
+                         .define_values = req->define_values, .tick = req->tick, .tick_arg = req->tick_arg};
     kf_compile_res c;
     if (kf_compile_run(&cr, &c) != 0) {
-        set_verdict(e->res, KF_INFRA_ERROR, "%s: invalid compile request", names[which]);
+        set_verdict(e->res, KF_INFRA_ERROR, "%s: invalid compile request", who);
+        e->blame = "worker";
         return -1;
     }
-    json_object_set_new(json_object_get(e->metrics, "compile"), names[which], compile_json(&c));
+    json_object_set_new(cj, who, compile_json(&c));
     if (which == 2 || c.status != KF_COMPILE_OK) {
-        /* keep the candidate's log, or whichever build failed */
         free(e->res->compile_log);
         e->res->compile_log = c.log;
         c.log = NULL;
     }
     int rc = 0;
     if (c.status == KF_COMPILE_INFRA) {
-        set_verdict(e->res, KF_INFRA_ERROR, "building the %s: %s", names[which], c.detail);
+        set_verdict(e->res, KF_INFRA_ERROR, "building the %s: %s", who, c.detail);
+        e->blame = "worker";
         rc = -1;
     } else if (c.status == KF_COMPILE_FAILED) {
-        if (which == 2)
-            set_verdict(e->res, KF_COMPILE_ERROR, "%s", c.detail);
-        else
-            set_verdict(e->res, KF_INFRA_ERROR, "the task's %s does not build: %s", names[which], c.detail);
+        if (which == 2) {
+            /* an instruction set this worker's compiler target lacks (I15) */
+            if (c.log && strstr(c.log, "target specific option mismatch"))
+                set_verdict(e->res, KF_UNSUPPORTED, "uses an instruction set this worker's CPU lacks: %s", c.detail);
+            else
+                set_verdict(e->res, KF_COMPILE_ERROR, "%s", c.detail);
+            e->blame = "candidate";
+        } else {
+            set_verdict(e->res, KF_INFRA_ERROR, "the task's %s does not build: %s", who, c.detail);
+            e->blame = "task";
+        }
         rc = -1;
     }
     kf_compile_res_free(&c);
     return rc;
 }
 
-/* Map the child's outcome to a verdict in e->res; merge its metrics. */
-static void judge_child(ev *e, const kf_harness_cfg *hc, const kf_sandbox_res *sb, double limit)
+/* Absolute path of a program beside this binary (kfarm-runner[-cuda]). */
+static int runner_path(const char *name, char *out, size_t cap)
 {
-    kf_eval_res *res = e->res;
-    char phase[512];
-    int loaded = 0;
-    char *result = kf_harness_parse_report(sb->report, hc->nonce, phase, sizeof(phase), &loaded);
-
-    json_t *sj = json_object();
-    json_object_set_new(sj, "wall_s", json_real(sb->wall_s));
-    json_object_set_new(sj, "landlock", json_boolean(sb->landlocked));
-    json_object_set_new(sj, "net_isolated", json_boolean(sb->net_isolated));
-    json_object_set_new(sj, "last_phase", json_string(phase));
-    if (sb->how == KF_SANDBOX_EXITED) json_object_set_new(sj, "exit_status", json_integer(sb->exit_status));
-    if (sb->how == KF_SANDBOX_SIGNALED) json_object_set_new(sj, "signal", json_string(signal_name(sb->signal)));
-    json_object_set_new(e->metrics, "sandbox", sj);
-    if (sb->output_len) {
-        size_t keep = sb->output_len > CHILD_OUTPUT_KEEP ? CHILD_OUTPUT_KEEP : sb->output_len;
-        json_object_set_new(e->metrics, "child_output",
-                            json_stringn_nocheck(sb->output + sb->output_len - keep, keep));
+    const char *env = getenv("KFARM_RUNNER_DIR");
+    char exe[PATH_MAX];
+    if (env && *env) {
+        snprintf(exe, sizeof(exe), "%s/x", env);
+    } else {
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+        if (n <= 0) return -1;
+        exe[n] = 0;
     }
+    char *d = dirname(exe);
+    if (snprintf(out, cap, "%s/%s", d, name) >= (int)cap) return -1;
+    if (access(out, X_OK) == 0) return 0;
+    /* test binaries live one level below the build dir */
+    if (snprintf(out, cap, "%s/../%s", d, name) >= (int)cap) return -1;
+    char rp[PATH_MAX];
+    if (access(out, X_OK) == 0 && realpath(out, rp)) {
+        snprintf(out, cap, "%s", rp);
+        return 0;
+    }
+    return -1;
+}
 
-    int in_load = !strncmp(phase, "load candidate", 14);
-    switch (sb->how) {
-    case KF_SANDBOX_FAILED:
-        set_verdict(res, KF_INFRA_ERROR, "could not start the evaluation child: %s", sb->err);
-        break;
-    case KF_SANDBOX_CANCELLED:
-        set_verdict(res, KF_INFRA_ERROR, "cancelled");
-        break;
-    case KF_SANDBOX_TIMEOUT:
-        if (!loaded)
-            set_verdict(res, KF_INFRA_ERROR, "the task's code exceeded the %.0f s limit (%s)", limit, phase);
-        else if (in_load)
-            set_verdict(res, KF_LOAD_ERROR, "loading the candidate exceeded the %.0f s limit (a constructor hangs)",
-                        limit);
-        else
-            set_verdict(res, KF_TIMEOUT, "exceeded the %.0f s wall-clock limit during: %s", limit, phase);
-        break;
-    case KF_SANDBOX_SIGNALED:
-        if (!loaded)
-            set_verdict(res, KF_INFRA_ERROR, "the task's code crashed with %s (%s) during: %s",
-                        signal_name(sb->signal), strsignal(sb->signal), phase);
-        else if (in_load)
-            set_verdict(res, KF_LOAD_ERROR, "the candidate crashed with %s (%s) while being loaded "
-                        "(shared-object constructor)", signal_name(sb->signal), strsignal(sb->signal));
-        else if (strstr(phase, "candidate"))
-            set_verdict(res, KF_RUNTIME_ERROR, "candidate crashed with %s (%s) during: %s", signal_name(sb->signal),
-                        strsignal(sb->signal), phase);
-        else /* the task's code ran, but the candidate was loaded and may have corrupted the process */
-            set_verdict(res, KF_RUNTIME_ERROR, "crashed with %s (%s) during: %s -- blamed on the candidate, which "
-                        "was loaded in the process", signal_name(sb->signal), strsignal(sb->signal), phase);
-        break;
-    case KF_SANDBOX_EXITED:
-        if (result) {
-            json_error_t je;
-            json_t *o = json_loads(result, 0, &je);
-            const char *vn = o ? json_string_value(json_object_get(o, "verdict")) : NULL;
-            int v = vn ? kf_verdict_parse(vn) : -1;
-            if (v < 0) {
-                set_verdict(res, KF_INFRA_ERROR, "unreadable harness report: %s", o ? "no verdict" : je.text);
-            } else {
-                const char *d = json_string_value(json_object_get(o, "detail"));
-                set_verdict(res, (kf_verdict)v, "%s", d ? d : "");
-                json_t *m = json_object_get(o, "metrics");
-                if (json_is_object(m)) json_object_update(e->metrics, m);
+/* Does the candidate's source ask for an instruction set this CPU lacks?
+ * Every ISA-like word in it (avx512*, amx_*, avx2, avxvnni*, fma, f16c,
+ * bmi2, sha_ni, vaes, gfni) is looked up in the flags of /proc/cpuinfo; used
+ * only to tell a SIGILL on this worker from a crash (I15). */
+static int source_wants_missing_isa(const char *path, char *which, size_t cap)
+{
+    char *src = kf_util_read_file(path, NULL, 4u << 20);
+    char *cpu = kf_util_read_file("/proc/cpuinfo", NULL, 8u << 20);
+    int missing = 0;
+    static const char *const pre[] = {"avx512", "amx_", "avx2", "avxvnni", "fma", "f16c", "bmi2", "sha_ni",
+                                      "vaes", "gfni"};
+    char *flags = cpu ? strstr(cpu, "\nflags") : NULL;
+    char *eol = flags ? strchr(flags + 1, '\n') : NULL;
+    if (eol) *eol = 0;
+    for (const char *p = src; src && flags && *p && !missing; p++) {
+        for (size_t k = 0; k < sizeof(pre) / sizeof(pre[0]); k++) {
+            size_t l = strlen(pre[k]);
+            if (strncasecmp(p, pre[k], l) || (p > src && (isalnum((unsigned char)p[-1]) || p[-1] == '_'))) continue;
+            char w[48];
+            size_t n = 0;
+            while (n < sizeof(w) - 1 && (isalnum((unsigned char)p[n]) || p[n] == '_')) {
+                w[n] = (char)tolower((unsigned char)p[n]);
+                n++;
             }
-            json_decref(o);
-        } else if (sb->report_truncated) {
-            set_verdict(res, KF_INFRA_ERROR, "harness report exceeded its size limit");
-        } else if (!loaded) {
-            set_verdict(res, KF_INFRA_ERROR, "evaluation child exited (status %d) before loading the candidate "
-                        "(%s)", sb->exit_status, phase);
-        } else if (in_load) {
-            set_verdict(res, KF_LOAD_ERROR, "candidate exited the process (status %d) while being loaded "
-                        "(shared-object constructor)", sb->exit_status);
-        } else {
-            set_verdict(res, KF_RUNTIME_ERROR, "candidate exited the process (status %d) before the harness "
-                        "reported (during: %s)", sb->exit_status, phase);
+            w[n] = 0;
+            if (!strcmp(w, "avx512") || !strcmp(w, "amx_")) break; /* a family, not a flag */
+            /* the flag as a whole word of the flags line */
+            char pat[64];
+            snprintf(pat, sizeof(pat), " %s", w);
+            const char *f = strstr(flags, pat);
+            int found = 0;
+            while (f && !found) {
+                char c = f[strlen(pat)];
+                found = c == ' ' || c == 0 || c == '\n';
+                f = strstr(f + 1, pat);
+            }
+            if (!found) {
+                snprintf(which, cap, "%s", w);
+                missing = 1;
+            }
+            break;
         }
-        break;
     }
-    free(result);
+    free(cpu);
+    free(src);
+    return missing;
 }
 
 static void finish_metrics(ev *e)
 {
     kf_eval_res *res = e->res;
     json_object_set_new(e->metrics, "verdict", json_string(kf_verdict_name(res->verdict)));
+    if (!e->blame) e->blame = res->verdict == KF_OK ? "none" : res->verdict == KF_INFRA_ERROR ? "worker" : "candidate";
+    json_object_set_new(e->metrics, "blame", json_string(e->blame));
     json_t *tj = json_object_get(e->metrics, "timing");
     if (res->verdict == KF_OK && tj) {
         json_t *s = json_object_get(tj, "speedup");
@@ -273,6 +294,46 @@ static void finish_metrics(ev *e)
     free(res->metrics_json);
     res->metrics_json = json_dumps(e->metrics, JSON_COMPACT | JSON_REAL_PRECISION(9));
     if (!res->compile_log) res->compile_log = strdup("");
+}
+
+/* The judge's report -> verdict. */
+static void take_report(ev *e, const kf_judge_cfg *jc, const kf_sandbox_res *sb, double limit)
+{
+    kf_eval_res *res = e->res;
+    char phase[512] = "";
+    char *result = kf_judge_parse_report(sb->report, jc->nonce, phase, sizeof(phase));
+    json_object_set_new(e->metrics, "judge", json_pack("{s:f,s:s,s:b}", "wall_s", sb->wall_s, "last_phase", phase,
+                                                         "net_isolated", sb->net_isolated));
+    e->blame = "worker";
+    if (sb->how == KF_SANDBOX_CANCELLED) {
+        set_verdict(res, KF_INFRA_ERROR, "cancelled");
+    } else if (result) {
+        json_error_t je;
+        json_t *o = json_loads(result, 0, &je);
+        const char *vn = o ? json_string_value(json_object_get(o, "verdict")) : NULL;
+        int v = vn ? kf_verdict_parse(vn) : -1;
+        if (v < 0) {
+            set_verdict(res, KF_INFRA_ERROR, "unreadable judge report: %s", o ? "no verdict" : je.text);
+        } else {
+            const char *d = json_string_value(json_object_get(o, "detail"));
+            const char *bl = json_string_value(json_object_get(o, "blame"));
+            set_verdict(res, (kf_verdict)v, "%s", d ? d : "");
+            e->blame = bl && !strcmp(bl, "task") ? "task" : bl && !strcmp(bl, "candidate") ? "candidate"
+                       : bl && !strcmp(bl, "none") ? "none" : "worker";
+            json_t *m = json_object_get(o, "metrics");
+            if (json_is_object(m)) json_object_update(e->metrics, m);
+        }
+        json_decref(o);
+    } else if (sb->how == KF_SANDBOX_TIMEOUT) {
+        set_verdict(res, KF_INFRA_ERROR, "the judge exceeded the %.0f s limit (%s)", limit, phase);
+    } else if (sb->how == KF_SANDBOX_SIGNALED) {
+        set_verdict(res, KF_INFRA_ERROR, "the judge died with signal %d (%s) during: %s", sb->signal,
+                    strsignal(sb->signal), phase);
+    } else {
+        set_verdict(res, KF_INFRA_ERROR, "the judge gave no verdict (%s; %s)",
+                    sb->how == KF_SANDBOX_FAILED ? sb->err : "exited", phase);
+    }
+    free(result);
 }
 
 int kf_eval_run(const kf_eval_req *req, kf_eval_res *res)
@@ -292,28 +353,27 @@ int kf_eval_run(const kf_eval_req *req, kf_eval_res *res)
     e->req = req;
     e->res = res;
     e->metrics = json_object();
-    json_object_set_new(e->metrics, "backend", json_string("cpu"));
-    json_object_set_new(e->metrics, "seed", json_integer((json_int_t)req->seed));
     json_object_set_new(e->metrics, "compile", json_object());
     double t_start = kf_util_now_s();
 
     char err[512];
     if (kf_task_load(req->task_dir, &e->task, err, sizeof(err)) != 0) {
         set_verdict(res, KF_INFRA_ERROR, "task %s: %s", req->task_dir, err);
+        e->blame = "task";
         goto done;
     }
     e->task_loaded = 1;
     json_object_set_new(e->metrics, "task", json_string(e->task.name));
-#ifdef KFARM_HAVE_CUDA
-    if (!strcmp(e->task.backend, "cuda")) {
-        json_decref(e->metrics);
-        int rc = kf_cuda_eval_run(req, &e->task, res);
-        kf_task_free(&e->task);
-        return rc;
-    }
-#endif
-    if (strcmp(e->task.backend, "cpu") != 0) {
-        set_verdict(res, KF_UNSUPPORTED, "task backend '%s' is not available on this worker (cpu)", e->task.backend);
+    json_object_set_new(e->metrics, "backend", json_string(e->task.backend));
+    const kf_judge_backend *be = NULL;
+    if (!strcmp(e->task.backend, "cpu")) {
+        be = &kf_judge_backend_cpu;
+    } else if (!strcmp(e->task.backend, "cuda") && kf_judge_backend_cuda()) {
+        be = kf_judge_backend_cuda();
+        e->cuda = 1;
+    } else {
+        set_verdict(res, KF_UNSUPPORTED, "task backend '%s' is not available on this worker", e->task.backend);
+        e->blame = "none";
         goto done;
     }
     for (int i = 0; i < req->n_defines; i++) {
@@ -325,8 +385,26 @@ int kf_eval_run(const kf_eval_req *req, kf_eval_res *res)
             goto done;
         }
     }
+    if (e->cuda) {
+        if (req->arch && *req->arch) {
+            snprintf(e->arch, sizeof(e->arch), "%s", req->arch);
+        } else {
+            kf_cuda_gpu gpus[KF_CUDA_MAX_GPUS];
+            int ng = kf_cuda_discover(gpus, KF_CUDA_MAX_GPUS, err, sizeof(err));
+            for (int i = 0; i < ng; i++)
+                if (gpus[i].index == req->gpu_index) snprintf(e->arch, sizeof(e->arch), "%s", gpus[i].arch);
+            if (!e->arch[0]) {
+                set_verdict(res, KF_INFRA_ERROR, "no CUDA device %d on this worker: %s", req->gpu_index,
+                            ng < 0 || !err[0] ? "discovery failed" : err);
+                e->blame = "worker";
+                goto done;
+            }
+        }
+        json_object_set_new(e->metrics, "arch", json_string(e->arch));
+    }
 
-    /* private work folder (absolute: children run elsewhere) */
+    /* private work folder (absolute: children run elsewhere); 0711 so an
+     * unprivileged runner can reach its own folder but list nothing */
     const char *root = req->work_dir && *req->work_dir ? req->work_dir : getenv("TMPDIR");
     if (!root || !*root) root = "/tmp";
     char rootabs[PATH_MAX];
@@ -334,32 +412,59 @@ int kf_eval_run(const kf_eval_req *req, kf_eval_res *res)
         snprintf(e->dir, sizeof(e->dir), "%s/kfarm-eval-XXXXXX", rootabs) >= (int)sizeof(e->dir) ||
         !mkdtemp(e->dir)) {
         set_verdict(res, KF_INFRA_ERROR, "cannot create a work folder under %s: %s", root, strerror(errno));
+        e->blame = "worker";
         e->dir[0] = 0;
         goto done;
     }
-    if (snprintf(e->build, sizeof(e->build), "%s/build", e->dir) >= (int)sizeof(e->build) ||
-        snprintf(e->rundir, sizeof(e->rundir), "%s/run", e->dir) >= (int)sizeof(e->rundir) ||
-        kf_util_mkdirs(e->build) != 0 || kf_util_mkdirs(e->rundir) != 0) {
+    chmod(e->dir, 0711);
+    snprintf(e->build, sizeof(e->build), "%s/build", e->dir);
+    if (kf_util_mkdirs(e->build) != 0) {
         set_verdict(res, KF_INFRA_ERROR, "cannot create %s: %s", e->build, strerror(errno));
+        e->blame = "worker";
         goto done;
+    }
+    /* Runners run as an unprivileged uid: what they read lives in a folder
+     * of its own under /tmp (or $KFARM_RUNNER_TMP), mode 0711, so no parent
+     * folder of the caller's work dir needs to be open to them. */
+    const char *rroot = getenv("KFARM_RUNNER_TMP");
+    if (!rroot || !*rroot) rroot = "/tmp";
+    if (snprintf(e->rdir, sizeof(e->rdir), "%s/kfarm-run-XXXXXX", rroot) >= (int)sizeof(e->rdir) || !mkdtemp(e->rdir)) {
+        set_verdict(res, KF_INFRA_ERROR, "cannot create a runner folder under %s: %s", rroot, strerror(errno));
+        e->blame = "worker";
+        e->rdir[0] = 0;
+        goto done;
+    }
+    chmod(e->rdir, 0711);
+    for (int i = 0; i < 3; i++) {
+        char d[PATH_MAX + 16];
+        snprintf(d, sizeof(d), "%s/%s", e->rdir, role_dir[i]);
+        if (kf_util_mkdirs(d) != 0) {
+            set_verdict(res, KF_INFRA_ERROR, "cannot create %s: %s", d, strerror(errno));
+            e->blame = "worker";
+            goto done;
+        }
+        chmod(d, 0755);
+        snprintf(e->so[i], sizeof(e->so[i]), "%s/%s.so", d, role_dir[i]);
     }
 
     /* candidate first: a compile_error is the common case and needs no other build */
     if (build_one(e, 2) || build_one(e, 0) || build_one(e, 1)) goto done;
+    for (int i = 0; i < 3; i++) chmod(e->so[i], 0644);
     if (req->compile_only) {
         set_verdict(res, KF_OK, "compiled (compile only)");
+        e->blame = "none";
         goto done;
     }
 
     /* static integrity */
     kf_verdict static_v = KF_OK;
     char static_detail[1024] = "";
-    size_t srclen;
-    char *src = kf_util_read_file(req->source_path, &srclen, 4u << 20);
-    int fb = kf_compile_find_forbidden(&e->task, src, e->so[2], static_detail, sizeof(static_detail));
+    char *src = kf_util_read_file(req->source_path, NULL, 4u << 20);
+    int fb = kf_compile_find_forbidden(&e->task, src ? src : "", e->so[2], static_detail, sizeof(static_detail));
     free(src);
     if (fb < 0) {
         set_verdict(res, KF_INFRA_ERROR, "%s", static_detail);
+        e->blame = "worker";
         goto done;
     }
     if (fb > 0) {
@@ -367,34 +472,68 @@ int kf_eval_run(const kf_eval_req *req, kf_eval_res *res)
         json_object_set_new(e->metrics, "forbidden", json_string(static_detail));
     }
 
-    /* run the harness */
+    /* the judge */
     double limit = req->timeout_s > 0 ? req->timeout_s : e->task.timeout_s;
-    kf_harness_cfg hc;
-    memset(&hc, 0, sizeof(hc));
-    hc.task = &e->task;
-    hc.reference_so = e->so[0];
-    hc.baseline_so = e->so[1];
-    hc.candidate_so = e->so[2];
-    hc.seed = req->seed;
-    hc.quick = req->quick;
-    hc.validate_only = static_v != KF_OK;
-    hc.budget_s = limit * 0.75;
-    hc.llc_bytes = kf_device_llc_bytes();
-    kf_harness_new_nonce(&hc);
-    kf_sandbox_req sr = {.scratch_dir = e->rundir,
+    if (limit <= 0) limit = 120;
+    char rsrc[PATH_MAX], rpath[PATH_MAX + 32];
+    if (runner_path(be->runner_name, rsrc, sizeof(rsrc)) != 0) {
+        set_verdict(res, KF_INFRA_ERROR, "%s not found beside the worker binary", be->runner_name);
+        e->blame = "worker";
+        goto done;
+    }
+    snprintf(rpath, sizeof(rpath), "%s/%s", e->rdir, be->runner_name);
+    if (kf_compile_copy_file(rsrc, rpath) != 0 || chmod(rpath, 0755) != 0) {
+        set_verdict(res, KF_INFRA_ERROR, "cannot copy %s into %s: %s", be->runner_name, e->rdir, strerror(errno));
+        e->blame = "worker";
+        goto done;
+    }
+    kf_judge_cfg jc;
+    memset(&jc, 0, sizeof(jc));
+    jc.task = &e->task;
+    jc.backend = be;
+    for (int i = 0; i < 3; i++) jc.so[i] = e->so[i];
+    jc.runner_path = rpath;
+    jc.secret = req->seed;
+    if (!jc.secret && getrandom(&jc.secret, sizeof(jc.secret), 0) != (ssize_t)sizeof(jc.secret))
+        jc.secret = (uint64_t)(kf_util_now_s() * 1e9) ^ ((uint64_t)getpid() << 40);
+    jc.gpu = req->gpu_index;
+    jc.quick = req->quick;
+    jc.validate_only = static_v != KF_OK;
+    jc.allow_unconfined = getenv("KFARM_ALLOW_UNCONFINED") && !strcmp(getenv("KFARM_ALLOW_UNCONFINED"), "1");
+    jc.budget_s = limit * 0.85;
+    jc.llc_bytes = kf_device_llc_bytes();
+    kf_judge_new_nonce(jc.nonce);
+    kf_sandbox_req sr = {.scratch_dir = e->build,
                          .timeout_s = limit,
                          .tick = req->tick,
                          .tick_arg = req->tick_arg,
-                         .fn = kf_harness_child,
-                         .arg = &hc};
+                         .fsize_limit = UINT64_MAX, /* memfd arenas count against RLIMIT_FSIZE */
+                         .fn = kf_judge_child,
+                         .arg = &jc,
+                         .no_isolation = 1};
     kf_sandbox_res sb;
     kf_sandbox_run(&sr, &sb);
-    judge_child(e, &hc, &sb, limit);
+    take_report(e, &jc, &sb, limit);
     kf_sandbox_res_free(&sb);
+    char isa[48];
+    if (res->verdict == KF_RUNTIME_ERROR && strstr(res->detail, "SIGILL") &&
+        source_wants_missing_isa(req->source_path, isa, sizeof(isa))) {
+        char was[sizeof(res->detail)];
+        snprintf(was, sizeof(was), "%s", res->detail);
+        set_verdict(res, KF_UNSUPPORTED, "died with SIGILL: it uses %s, which this worker's CPU lacks (%.900s)", isa,
+                    was);
+        e->blame = "none";
+    }
 
-    if (static_v != KF_OK && rank(static_v) < rank(res->verdict)) {
-        json_object_set_new(e->metrics, "harness_verdict", json_string(kf_verdict_name(res->verdict)));
+    /* A forbidden symbol outranks what its use caused at run time (the
+     * confined runner refuses the dlopen or the library the symbol needs, so
+     * the candidate crashes, errs or hangs): the detail names the symbol (C9).
+     * Only the build- and load-level verdicts stay above it. */
+    if (static_v != KF_OK && (rank(static_v) < rank(res->verdict) || res->verdict == KF_RUNTIME_ERROR ||
+                              res->verdict == KF_TIMEOUT)) {
+        json_object_set_new(e->metrics, "judge_verdict", json_string(kf_verdict_name(res->verdict)));
         set_verdict(res, static_v, "%s", static_detail);
+        e->blame = "candidate";
     }
 
 done:
@@ -403,6 +542,7 @@ done:
     json_decref(e->metrics);
     if (e->task_loaded) kf_task_free(&e->task);
     if (e->dir[0] && !getenv("KFARM_KEEP_WORK")) kf_util_rmtree(e->dir);
+    if (e->rdir[0] && !getenv("KFARM_KEEP_WORK")) kf_util_rmtree(e->rdir);
     return 0;
 }
 

@@ -3,9 +3,10 @@
  *
  * This is the single code path behind both `kfarm-worker eval` (local, no
  * coordinator) and the networked worker: compile reference, baseline and
- * candidate (compile cache; failed builds never cached), then run validation
- * and timing in a forked, sandboxed child (see worker/sandbox.c) and turn
- * what the child reports -- or how it died -- into one verdict.
+ * candidate (compile cache; failed builds never cached), then hand them to
+ * the judge (worker/judge.c) in a forked child, which runs each in a
+ * confined runner process of its own (worker/runner.c), and turn the
+ * judge's report into one verdict with its blame.
  */
 #ifndef KF_EVAL_H
 #define KF_EVAL_H
@@ -22,7 +23,8 @@ typedef struct {
     int n_defines;               /* tunable values, compiled as -DNAME=VALUE */
     const char *define_names[KF_EVAL_MAX_DEFINES];
     const char *define_values[KF_EVAL_MAX_DEFINES];
-    uint64_t seed;               /* input RNG seed (job id on the farm) */
+    uint64_t seed;               /* secret for inputs and the check schedule; 0 = draw one at random
+                                    (the farm always does; `eval --seed` makes a run reproducible) */
     const char *work_dir;        /* scratch root; one subfolder per evaluation */
     const char *cache_dir;       /* compile cache root (NULL = no cache) */
     double timeout_s;            /* wall-clock limit; 0 = the task's */

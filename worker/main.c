@@ -6,9 +6,13 @@
  *                                                      coordinator or database (cmd_eval.c)
  *     kfarm-worker devices [--gpu N | --cpu]           what this worker would register
  */
+#define _GNU_SOURCE
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -16,6 +20,62 @@
 #include "device.h"
 
 int kf_worker_cmd_eval(int argc, char **argv);
+int kf_daemon_read_env(void); /* daemon.c: takes the fleet key out of the environment */
+
+/* Whether an environment variable name looks like a secret: it contains
+ * KEY, TOKEN, SECRET, PASSWORD, PASSWD or CREDENTIAL (any case), starts
+ * with KFARM_FLEET, AWS_ or PG (libpq), or is KFARM_DB, DATABASE_URL or
+ * SSH_AUTH_SOCK. */
+static int secret_name(const char *name, size_t len)
+{
+    static const char *const parts[] = {"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"};
+    static const char *const prefixes[] = {"KFARM_FLEET", "AWS_", "PG"};
+    static const char *const exact[] = {"KFARM_DB", "DATABASE_URL", "SSH_AUTH_SOCK"};
+    char up[256];
+    if (len >= sizeof(up)) return 1; /* absurdly long: drop it */
+    for (size_t i = 0; i < len; i++) up[i] = (char)toupper((unsigned char)name[i]);
+    up[len] = 0;
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+        if (strstr(up, parts[i])) return 1;
+    for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+        if (!strncmp(name, prefixes[i], strlen(prefixes[i]))) return 1;
+    for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
+        if (!strcmp(up, exact[i])) return 1;
+    return 0;
+}
+
+/* Remove secret-looking variables (secret_name) from this process's
+ * environment, after whatever needs them has read them. The bytes are
+ * zeroed in place first: /proc/<pid>/environ shows the original block,
+ * which unsetenv alone leaves intact. */
+static void scrub_secrets(void)
+{
+    for (;;) {
+        char *hit = NULL;
+        size_t nlen = 0;
+        for (char **e = environ; e && *e; e++) {
+            const char *eq = strchr(*e, '=');
+            size_t l = eq ? (size_t)(eq - *e) : strlen(*e);
+            if (l > 0 && secret_name(*e, l)) {
+                hit = *e;
+                nlen = l;
+                break;
+            }
+        }
+        if (!hit) return;
+        char name[256];
+        size_t total = strlen(hit);
+        snprintf(name, sizeof(name), "%.*s", (int)(nlen < sizeof(name) ? nlen : sizeof(name) - 1), hit);
+        if (total > nlen) memset(hit + nlen + 1, 0, total - nlen - 1); /* the value */
+        if (nlen >= sizeof(name) || unsetenv(name) != 0) {
+            /* cannot name it to unsetenv: drop the entry by hand */
+            char **e = environ;
+            while (*e && *e != hit) e++;
+            for (; *e; e++) e[0] = e[1];
+        }
+        memset(hit, 0, total); /* the name too: no longer referenced */
+    }
+}
 
 /* `kfarm-worker devices [--gpu N | --cpu]`: print the device and routing
  * classes this worker would register, as JSON. */
@@ -67,6 +127,14 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    /* Secrets: read what the worker needs from the environment, then remove
+     * every secret-looking variable, and make this process non-dumpable so
+     * that a same-uid process (a candidate) cannot read /proc/<worker>/environ
+     * or /proc/<worker>/mem, nor ptrace it. */
+    if (argc >= 2 && !strcmp(argv[1], "run")) kf_daemon_read_env();
+    scrub_secrets();
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+
     if (argc < 2) {
         usage(stderr);
         return 2;

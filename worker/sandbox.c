@@ -11,12 +11,15 @@
  * inherited on purpose survive in it: the pipes are created O_CLOEXEC and the
  * child closes everything above the report descriptor.
  *
- * Child side confinement is in confine(); the first line it writes on the
- * report descriptor ("#sandbox landlock=L net=N\n") tells the parent which of
- * the best-effort measures took effect.
+ * Child side: the network namespace here, everything else through
+ * worker/confine.c (kf_confine_apply for req->confine, else the write-only
+ * kf_confine_landlock). The first line the child writes on the report
+ * descriptor ("#sandbox landlock=L net=N confine=C ...\n", or "#sandbox
+ * confine-failed WHY\n") tells the parent which measures took effect.
  */
 #define _GNU_SOURCE
 #include "sandbox.h"
+#include "confine.h"
 #include "kf_util.h"
 
 #include <errno.h>
@@ -29,16 +32,10 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#ifdef __has_include
-#if __has_include(<linux/landlock.h>)
-#include <linux/landlock.h>
-#define KF_HAVE_LANDLOCK 1
-#endif
-#endif
 
 #define SANDBOX_HDR "#sandbox "
 
@@ -59,63 +56,26 @@ int kf_sandbox_write_all(int fd, const void *buf, size_t len)
 
 int kf_sandbox_exec(char *const argv[])
 {
+    /* the program never sees the report descriptor: only this function can
+     * write the exec-failed line there */
+    fcntl(KF_SANDBOX_REPORT_FD, F_SETFD, FD_CLOEXEC);
     execvp(argv[0], argv);
     int e = errno;
     dprintf(2, "exec %s failed: %s\n", argv[0], strerror(e));
+    dprintf(KF_SANDBOX_REPORT_FD, KF_SANDBOX_EXEC_FAILED "%d\n", e ? e : EIO);
     return e == ENOENT ? 127 : 126;
 }
 
+int kf_sandbox_exec_failed(const kf_sandbox_res *res)
+{
+    size_t l = strlen(KF_SANDBOX_EXEC_FAILED);
+    if (!res || !res->report || res->report_len < l || memcmp(res->report, KF_SANDBOX_EXEC_FAILED, l) != 0)
+        return 0;
+    int e = atoi(res->report + l);
+    return e > 0 ? e : EIO;
+}
+
 /* ---- child-side confinement ---- */
-
-#ifdef KF_HAVE_LANDLOCK
-static int ll_add_path(int ruleset, const char *path, uint64_t access)
-{
-    int fd = open(path, O_PATH | O_CLOEXEC);
-    if (fd < 0) return -1;
-    struct landlock_path_beneath_attr pb = {.allowed_access = access, .parent_fd = fd};
-    int rc = (int)syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &pb, 0);
-    close(fd);
-    return rc;
-}
-#endif
-
-/* Allow writes only beneath scratch, write_dirs and /dev/null. Returns 1 if a
- * ruleset is enforced, 0 if the kernel lacks Landlock. */
-static int landlock_writes(const char *scratch, const char *const *write_dirs)
-{
-#ifdef KF_HAVE_LANDLOCK
-    long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
-    if (abi < 1) return 0;
-    uint64_t wr = LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |
-                  LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_CHAR |
-                  LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG |
-                  LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_MAKE_FIFO |
-                  LANDLOCK_ACCESS_FS_MAKE_BLOCK | LANDLOCK_ACCESS_FS_MAKE_SYM;
-#ifdef LANDLOCK_ACCESS_FS_REFER
-    if (abi >= 2) wr |= LANDLOCK_ACCESS_FS_REFER;
-#endif
-#ifdef LANDLOCK_ACCESS_FS_TRUNCATE
-    if (abi >= 3) wr |= LANDLOCK_ACCESS_FS_TRUNCATE;
-#endif
-    struct landlock_ruleset_attr ra = {.handled_access_fs = wr};
-    int rs = (int)syscall(SYS_landlock_create_ruleset, &ra, sizeof(ra), 0);
-    if (rs < 0) return 0;
-    int ok = ll_add_path(rs, scratch, wr) == 0;
-    for (int i = 0; ok && write_dirs && write_dirs[i]; i++) ok = ll_add_path(rs, write_dirs[i], wr) == 0;
-    /* file rules may carry only file rights */
-    uint64_t fwr = LANDLOCK_ACCESS_FS_WRITE_FILE;
-#ifdef LANDLOCK_ACCESS_FS_TRUNCATE
-    if (abi >= 3) fwr |= LANDLOCK_ACCESS_FS_TRUNCATE;
-#endif
-    ll_add_path(rs, "/dev/null", fwr);
-    if (ok && syscall(SYS_landlock_restrict_self, rs, 0) == 0) {
-        close(rs);
-        return 1;
-    }
-    close(rs);
-#endif
-    return 0;
-}
 
 /* New network namespace: only loopback (down) is visible. Root can unshare
  * directly; others need a user namespace, which some hosts forbid. */
@@ -178,18 +138,66 @@ static void child_main(const kf_sandbox_req *req, pid_t parent, int rep_w, int o
     rl.rlim_cur = rl.rlim_max = req->fsize_limit ? req->fsize_limit : (64u << 20);
     setrlimit(RLIMIT_FSIZE, &rl);
 
-    scrub_env(req->scratch_dir);
     if (chdir(req->scratch_dir) != 0) {
         dprintf(2, "sandbox: chdir %s: %s\n", req->scratch_dir, strerror(errno));
         _exit(125);
     }
     int net = 0, ll = 0;
-    if (!req->no_isolation) {
-        net = isolate_network();
-        prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-        ll = landlock_writes(req->scratch_dir, req->write_dirs);
+    if (!req->no_isolation) net = isolate_network();
+    if (req->confine) {
+        /* the caller's spec plus scratch and write_dirs as write paths; the
+         * strings belong to req, alive as long as this child */
+        kf_confine_spec spec = *req->confine;
+        spec.read_paths[KF_CONFINE_MAX_PATHS - 1] = NULL;
+        spec.write_paths[KF_CONFINE_MAX_PATHS - 1] = NULL;
+        int nw = 0;
+        while (spec.write_paths[nw]) nw++;
+        int overflow = 0;
+        const char *extra[KF_CONFINE_MAX_PATHS + 1];
+        int ne = 0;
+        extra[ne++] = req->scratch_dir;
+        for (int i = 0; req->write_dirs && req->write_dirs[i] && ne < KF_CONFINE_MAX_PATHS; i++)
+            extra[ne++] = req->write_dirs[i];
+        for (int i = 0; i < ne; i++) {
+            if (nw >= KF_CONFINE_MAX_PATHS - 1) {
+                overflow = 1;
+                break;
+            }
+            spec.write_paths[nw++] = extra[i];
+            spec.write_paths[nw] = NULL;
+        }
+        if (!spec.fsize_bytes) spec.fsize_bytes = req->fsize_limit ? req->fsize_limit : (64u << 20);
+        kf_confine_facts f;
+        char err[200] = "";
+        if (overflow) snprintf(err, sizeof(err), "too many write paths");
+        if (overflow || kf_confine_apply(&spec, &f, err, sizeof(err)) != 0) {
+            for (char *c = err; *c; c++)
+                if (*c == '\n') *c = ' ';
+            dprintf(KF_SANDBOX_REPORT_FD, SANDBOX_HDR "confine-failed %s\n", err);
+            _exit(125);
+        }
+        ll = f.landlock_fs;
+        dprintf(KF_SANDBOX_REPORT_FD,
+                SANDBOX_HDR "landlock=%d net=%d confine=1 ll_abi=%d ll_fs=%d ll_scoped=%d seccomp=%d nnp=%d "
+                            "uid_dropped=%d uid=%d rlimits=%d caps_dropped=%d\n",
+                ll, net, f.landlock_abi, f.landlock_fs, f.landlock_scoped, f.seccomp, f.no_new_privs,
+                f.uid_dropped, f.uid, f.rlimits, f.caps_dropped);
+    } else {
+        if (!req->no_isolation) {
+            prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+            const char *w[KF_CONFINE_MAX_PATHS + 2];
+            int n = 0;
+            w[n++] = req->scratch_dir;
+            for (int i = 0; req->write_dirs && req->write_dirs[i] && n < KF_CONFINE_MAX_PATHS; i++)
+                w[n++] = req->write_dirs[i];
+            w[n++] = "/dev/null";
+            w[n] = NULL;
+            char err[200];
+            ll = kf_confine_landlock(NULL, w, 0, NULL, err, sizeof(err)) == 1;
+        }
+        dprintf(KF_SANDBOX_REPORT_FD, SANDBOX_HDR "landlock=%d net=%d confine=0\n", ll, net);
     }
-    dprintf(KF_SANDBOX_REPORT_FD, SANDBOX_HDR "landlock=%d net=%d\n", ll, net);
+    scrub_env(req->scratch_dir);
     int rc = req->fn(req->arg, KF_SANDBOX_REPORT_FD);
     _exit(rc & 0xff);
 }
@@ -277,6 +285,18 @@ int kf_sandbox_run(const kf_sandbox_req *req, kf_sandbox_res *res)
         close(rep[1]);
         return -1;
     }
+    if (req->confine && req->confine->drop_uid && geteuid() == 0) {
+        /* the child will run as KFARM_RUNNER_UID: its scratch must be its own */
+        uid_t u;
+        gid_t g;
+        if (kf_confine_target_ids(&u, &g) != 0 || chown(req->scratch_dir, u, g) != 0) {
+            res->how = KF_SANDBOX_FAILED;
+            snprintf(res->err, sizeof(res->err), "sandbox: cannot hand %s to the runner uid: %s", req->scratch_dir,
+                     strerror(errno));
+            close(rep[0]); close(rep[1]); close(out[0]); close(out[1]);
+            return -1;
+        }
+    }
     fflush(NULL); /* don't let the child re-flush our stdio buffers */
     pid_t parent = getpid();
     double t0 = kf_util_now_s();
@@ -298,7 +318,7 @@ int kf_sandbox_run(const kf_sandbox_req *req, kf_sandbox_res *res)
     sink srep = {.limit = req->report_cap ? req->report_cap : (8u << 20)};
     sink sout = {.limit = req->output_cap ? req->output_cap : (64u << 10)};
     double deadline = t0 + req->timeout_s, next_tick = t0 + 1.0;
-    int status = 0, reaped = 0;
+    int status = 0, reaped = 0, observe_tried = 0;
     res->how = KF_SANDBOX_EXITED;
 
     while (!reaped) {
@@ -307,6 +327,12 @@ int kf_sandbox_run(const kf_sandbox_req *req, kf_sandbox_res *res)
         poll(pf, 2, 50);
         if (!srep.eof) drain(rep[0], &srep);
         if (!sout.eof) drain(out[0], &sout);
+        if (req->confine && !observe_tried && srep.len > 0 && memchr(srep.buf, '\n', srep.len)) {
+            /* the header is out: the child is confined (or failed to be).
+             * Ask the kernel, not the child; it may already be gone. */
+            observe_tried = 1;
+            res->observed = kf_confine_observe(pid, &res->observed_facts) == 0;
+        }
         pid_t w = waitpid(pid, &status, WNOHANG);
         if (w == pid) {
             reaped = 1;
@@ -365,10 +391,26 @@ int kf_sandbox_run(const kf_sandbox_req *req, kf_sandbox_res *res)
     if (res->report_len >= hl && !memcmp(res->report, SANDBOX_HDR, hl)) {
         char *nl = memchr(res->report, '\n', res->report_len);
         if (nl) {
-            int ll = 0, net = 0;
-            if (sscanf(res->report + hl, "landlock=%d net=%d", &ll, &net) == 2) {
+            int ll = 0, net = 0, conf = 0;
+            const char *h = res->report + hl;
+            static const char failed[] = "confine-failed ";
+            if (!strncmp(h, failed, sizeof(failed) - 1)) {
+                res->confine_failed = 1;
+                size_t l = (size_t)(nl - h) - (sizeof(failed) - 1);
+                if (l >= sizeof(res->err)) l = sizeof(res->err) - 1;
+                snprintf(res->err, sizeof(res->err), "%.*s", (int)l, h + sizeof(failed) - 1);
+            } else if (sscanf(h, "landlock=%d net=%d confine=%d", &ll, &net, &conf) >= 2) {
                 res->landlocked = ll;
                 res->net_isolated = net;
+                kf_confine_facts *f = &res->confine;
+                if (conf == 1 &&
+                    sscanf(h, "landlock=%*d net=%*d confine=1 ll_abi=%d ll_fs=%d ll_scoped=%d seccomp=%d nnp=%d "
+                              "uid_dropped=%d uid=%d rlimits=%d caps_dropped=%d",
+                           &f->landlock_abi, &f->landlock_fs, &f->landlock_scoped, &f->seccomp, &f->no_new_privs,
+                           &f->uid_dropped, &f->uid, &f->rlimits, &f->caps_dropped) == 9)
+                    res->confined = 1;
+                else
+                    memset(f, 0, sizeof(*f));
             }
             size_t cut = (size_t)(nl + 1 - res->report);
             memmove(res->report, nl + 1, res->report_len - cut + 1);

@@ -15,12 +15,21 @@
  * environment scrubbed to an allow-list (PATH, HOME and TMPDIR = scratch,
  * LANG=C, OMP_WAIT_POLICY=passive, OMP_NUM_THREADS if set: no tokens or keys
  * reach candidate code), cwd = the scratch directory. Best effort where the
- * host allows it: a fresh network namespace (no network) and a Landlock
- * ruleset that allows writing only under the scratch directory (plus
- * `write_dirs` and /dev/null), so a candidate cannot tamper with the compile
- * cache or the worker's files. The child reports which of these took effect
- * on the first line of the report stream; the parent strips that line and
- * returns the flags.
+ * host allows it: a fresh network namespace (no network). Then one of:
+ *   - req->confine set: kf_confine_apply (worker/confine.h) with that spec,
+ *     scratch_dir and write_dirs appended to its write_paths and, when its
+ *     fsize_bytes is 0, fsize_limit as RLIMIT_FSIZE: file allow-list,
+ *     seccomp, capabilities dropped, rlimits. If that fails the child exits
+ *     (125) before fn runs and res->confine_failed says so. Applied even
+ *     with no_isolation.
+ *   - otherwise, unless no_isolation: no_new_privs and a Landlock ruleset
+ *     that allows writing only under the scratch directory (plus
+ *     `write_dirs` and /dev/null), so a candidate cannot tamper with the
+ *     compile cache or the worker's files (reads are not restricted).
+ * The child reports what took effect on the first line of the report
+ * stream, before fn runs; the parent strips that line and returns the
+ * flags, and also reads the child's /proc status once it has seen the
+ * line (res->observed: what the kernel says, not what the child claims).
  *
  * The report stream is descriptor KF_SANDBOX_REPORT_FD in the child: the
  * callback writes whatever protocol its caller wants there (the harness
@@ -34,6 +43,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "confine.h"
 
 #define KF_SANDBOX_REPORT_FD 3
 
@@ -56,7 +67,11 @@ typedef struct {
     size_t output_cap;              /* stdout+stderr bytes kept; 0 = 64 KiB */
     size_t report_cap;              /* report bytes kept; 0 = 8 MiB */
     const char *const *write_dirs;  /* NULL-terminated extra writable dirs, or NULL */
-    int no_isolation;               /* 1: skip network namespace and Landlock (tests) */
+    int no_isolation;               /* 1: skip network namespace and the default Landlock (tests) */
+    const kf_confine_spec *confine; /* NULL, or full confinement of the child (see above); the
+                                     * spec is copied in the child, never modified. With
+                                     * drop_uid under a root worker the parent chowns
+                                     * scratch_dir to KFARM_RUNNER_UID first */
     int (*tick)(void *arg);         /* called ~once a second; non-zero = cancel */
     void *tick_arg;
     kf_sandbox_fn fn;
@@ -76,7 +91,12 @@ typedef struct {
     double wall_s;                  /* seconds from fork to reaping */
     int landlocked;                 /* writes confined to scratch (Landlock active) */
     int net_isolated;               /* in its own network namespace */
-    char err[256];                  /* FAILED: why */
+    int confined;                   /* req->confine was applied: facts below */
+    kf_confine_facts confine;       /* what kf_confine_apply reported in the child */
+    int confine_failed;             /* kf_confine_apply failed; err says why; fn never ran */
+    int observed;                   /* 1: observed_facts were read from /proc/<child>/status */
+    kf_confine_facts observed_facts;/* kf_confine_observe of the child after its header line */
+    char err[256];                  /* FAILED: why; or why confinement failed */
 } kf_sandbox_res;
 
 /* Run req->fn in a confined child and wait for it (see above). Returns 0 and
@@ -84,6 +104,8 @@ typedef struct {
  * says why) when the child could not be started. Free with kf_sandbox_res_free. */
 int kf_sandbox_run(const kf_sandbox_req *req, kf_sandbox_res *res);
 
+/* Free what kf_sandbox_run allocated in res (report, output); res may be
+ * freed twice. */
 void kf_sandbox_res_free(kf_sandbox_res *res);
 
 /* Write all of buf to fd, retrying on EINTR/short writes. 0 or -1. For use
@@ -92,8 +114,17 @@ int kf_sandbox_write_all(int fd, const void *buf, size_t len);
 
 /* Child-side helper for callbacks that exec a program (the compiler):
  * execvp(argv[0], argv) and, if that fails, write "exec failed: <errno text>"
- * to stderr and return 127 (ENOENT) or 126 (other) for the child to exit with.
+ * to stderr and KF_SANDBOX_EXEC_FAILED "<errno>\n" to the report descriptor,
+ * and return 127 (ENOENT) or 126 (other) for the child to exit with. The
+ * report descriptor is close-on-exec for the program, so only a failed exec
+ * can write that line: kf_sandbox_exec_failed() on the result proves it.
  * Never returns on success. */
 int kf_sandbox_exec(char *const argv[]);
+
+#define KF_SANDBOX_EXEC_FAILED "#exec-failed "
+
+/* For a run whose fn was kf_sandbox_exec: the errno of the failed exec when
+ * the program could not be executed at all, else 0. */
+int kf_sandbox_exec_failed(const kf_sandbox_res *res);
 
 #endif

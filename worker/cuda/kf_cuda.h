@@ -2,20 +2,18 @@
  * kf_cuda.h -- the CUDA backend of the worker (prefix kf_cuda_).
  *
  * Design. The worker process itself never touches the CUDA runtime: CUDA
- * does not survive fork(), and the worker forks a sandboxed child for every
- * piece of untrusted work (worker/sandbox.c). Everything that needs the
- * driver -- discovery, validation, timing, profiling -- runs in such a child,
- * which gets a fresh CUDA context and reports JSON back on the report
- * descriptor (the same "P phase" / "R nonce json" protocol as the cpu harness,
- * worker/harness.h). A sticky device error (illegal address) therefore ends
- * only that child; the next job starts with a new process and context (R1).
+ * does not survive fork(), and the worker forks a judge per evaluation
+ * (worker/judge.c). The judge creates its own context on the device and
+ * shares arenas with runner processes (worker/runner.c, built as
+ * kfarm-runner-cuda), each with a context of its own; a sticky device error
+ * (illegal address) therefore ends only that runner's context (R1).
  *
  * The binary links the CUDA runtime and CUPTI as shared libraries found
  * through an rpath to the toolkit; neither needs libcuda.so.1 at load time
  * (cudart dlopens the driver on first use and reports cudaErrorInsufficient-
  * Driver / NoDevice), so a CUDA build starts and does cpu work on a machine
  * with no driver. NVML (clocks, temperature) is dlopen'ed ("libnvidia-ml.so.1")
- * and optional. Candidates are built with `-cudart shared` so that the child
+ * and optional. Candidates are built with `-cudart shared` so that a runner
  * holds exactly one runtime instance (streams and errors are shared).
  *
  * Files:
@@ -25,11 +23,12 @@
  *                      bookkeeping, statistics.
  *   kf_cuda_compile.c  nvcc to a shared object for one exact arch, with a
  *                      cache (always compiled: it only execs nvcc).
- *   kf_cuda_eval.c     the parent side of one evaluation: compile reference,
- *                      baseline and candidate, forbid check, run the child,
- *                      turn its report into a verdict; and discovery.
- *   kf_cuda_harness.c  the child (only with KFARM_HAVE_CUDA): CUDA runtime,
- *                      CUPTI activity records, NVML samples.
+ *   kf_cuda_discover.c discovery from the worker (runs the child below).
+ *   kf_cuda_judge.c    the judge's cuda backend (worker/judge.h): the judge's
+ *                      context, arenas shared with runners as POSIX file
+ *                      descriptors, L2 flush, fence, peaks, NVML; and the
+ *                      discovery child. Evaluation itself is worker/judge.c
+ *                      (one pipeline for every backend) and worker/runner.c.
  */
 #ifndef KF_CUDA_H
 #define KF_CUDA_H
@@ -240,10 +239,8 @@ int kf_cuda_discover(kf_cuda_gpu *gpus, int cap, char *err, size_t errlen);
 /* The JSON text for one GPU (malloc'ed), for `kfarm-worker devices` and logs. */
 char *kf_cuda_gpu_json(const kf_cuda_gpu *g);
 
-/* ---------------- evaluation ---------------- */
-
-/* One evaluation of a cuda-backend task (same contract as kf_eval_run, which
- * dispatches here when task.backend is "cuda"). Always fills *res. */
-int kf_cuda_eval_run(const kf_eval_req *req, const kf_task *task, kf_eval_res *res);
+/* Discovery child (a kf_sandbox_fn; arg is the 33-byte report nonce):
+ * writes one "R <nonce> {"gpus": [...], "error": ...}" line. */
+int kf_cuda_discover_child(void *arg, int report_fd);
 
 #endif

@@ -7,16 +7,25 @@
  *        -Xlinker -rpath=<toolkit lib dir> -I<abi dir> [-DNAME=V ...]
  *        -o out.so src.cu [-l<link> ... for reference/baseline only]
  *
- * nvcc runs in a sandboxed child (worker/sandbox.c: scrubbed environment,
- * time limit, writes confined to the scratch and output directories). The
- * log (with ptxas -v: registers, shared memory, stack, spills per kernel) is
- * parsed by kf_cuda_parse_ptxas.
+ * nvcc runs in a sandboxed, confined child (kf_compile_exec: scrubbed
+ * environment, time limit, KF_CONFINE_COMPILER: reads only the toolchain --
+ * the CUDA root, /usr for the host compiler -- the ABI header's folder and a
+ * private build folder <scratch>/build-XXXXXX holding a copy of the source;
+ * writes only that folder; 8 GiB of address space, 512 MiB files). The
+ * output is built in the private folder and moved to out_path by the
+ * worker. The log (with ptxas -v: registers, shared memory, stack, spills
+ * per kernel) is parsed by kf_cuda_parse_ptxas.
  *
- * Verdict mapping (cases B1, B2):
- *   - nvcc not found / cannot exec / killed / disk full       -> INFRA (never cached)
+ * Verdict mapping (cases B1, B2, I9; the log is the candidate's to write, so
+ * no phrase in it blames the worker -- see compile.h):
+ *   - nvcc not found / exec failed (proven) / confinement failed / killed
+ *     by a signal it does not cause / own write ENOSPC / statvfs shows the
+ *     scratch or cache folder nearly full / a trivial .cu fails too
+ *                                                              -> INFRA (never cached)
  *   - failure whose errors are all about the target arch
  *     ("not supported on .target", "requires .target sm_90a") -> ARCH (unsupported)
- *   - any other non-zero exit                                  -> FAILED (compile_error)
+ *   - any other non-zero exit, the wall-clock limit, a crash or
+ *     resource limit of nvcc's tools                           -> FAILED (compile_error)
  * Only successful builds are stored, under <cache_dir>/cuda/<key>.so with the
  * log beside it (<key>.log), written to a temporary name and renamed.
  * The key is sha256 over: source bytes, every flag (including -gencode and
@@ -43,6 +52,12 @@
 
 #define SOURCE_CAP (4u << 20)
 #define LOG_CAP (256u << 10)
+#define NV_AS ((uint64_t)8 << 30)  /* RLIMIT_AS for nvcc and its tools */
+#define NV_FSIZE (512u << 20)      /* RLIMIT_FSIZE */
+#define NV_OUT "kf_out.so"         /* built in the private folder, then moved */
+
+static const char k_nv_canary[] =
+    "#include \"kf_abi.h\"\n__global__ void kf_canary_kernel(float *p) { if (p) p[threadIdx.x] = 1.0f; }\n";
 
 static int is_exec(const char *p) { return p && *p && access(p, X_OK) == 0; }
 
@@ -114,22 +129,6 @@ int kf_cuda_log_is_arch_error(const char *log, char *line, size_t cap)
     return 0;
 }
 
-static int infra_log(const char *log)
-{
-    static const char *const phrases[] = {"No space left on device", "Disk quota exceeded",
-                                          "Read-only file system", "Cannot allocate memory",
-                                          "virtual memory exhausted", "failed to preprocess host compiler"};
-    for (size_t i = 0; i < sizeof(phrases) / sizeof(phrases[0]); i++)
-        if (log && strstr(log, phrases[i])) {
-            /* only when nvcc / the toolchain says it, not a #error in the source */
-            const char *p = strstr(log, phrases[i]);
-            const char *ls = p;
-            while (ls > log && ls[-1] != '\n') ls--;
-            if (!strstr(ls, "#error") && !strstr(ls, ".cu(")) return 1;
-        }
-    return 0;
-}
-
 void kf_cuda_build_res_free(kf_cuda_build_res *res)
 {
     if (!res) return;
@@ -181,7 +180,7 @@ int kf_cuda_build(const kf_cuda_build_req *req, kf_cuda_build_res *res)
         DETAIL(KF_CUDA_BUILD_INFRA, "nvcc %.400s does not run (--version failed)", res->nvcc);
         return 0;
     }
-    /* nvcc runs in the scratch directory: make the source path absolute */
+    /* the source is copied into a private build folder below (kf_compile_stage) */
     char src_abs[PATH_MAX];
     if (!realpath(req->source_path, src_abs)) snprintf(src_abs, sizeof(src_abs), "%s", req->source_path);
     size_t srclen;
@@ -211,6 +210,7 @@ int kf_cuda_build(const kf_cuda_build_req *req, kf_cuda_build_res *res)
     snprintf(iflag, sizeof(iflag), "-I%s", abi);
     char *argv[96];
     char defs[32][160], libs[4][48];
+    char sname[256] = "source.cu", outname[] = NV_OUT;
     int ac = 0;
     argv[ac++] = res->nvcc;
     argv[ac++] = "-O3";
@@ -232,8 +232,8 @@ int kf_cuda_build(const kf_cuda_build_req *req, kf_cuda_build_res *res)
         argv[ac++] = defs[i];
     }
     argv[ac++] = "-o";
-    argv[ac++] = (char *)req->out_path;
-    argv[ac++] = src_abs;
+    argv[ac++] = outname;
+    argv[ac++] = sname;
     for (int i = 0; i < req->n_libs; i++) {
         snprintf(libs[i], sizeof(libs[i]), "-l%s", req->libs[i]);
         argv[ac++] = libs[i];
@@ -255,7 +255,7 @@ int kf_cuda_build(const kf_cuda_build_req *req, kf_cuda_build_res *res)
     kp = srclen;
     kbuf[kp++] = 0;
     for (int i = 1; i < ac; i++) {
-        if (argv[i] == iflag || argv[i] == req->out_path || argv[i] == src_abs) continue;
+        if (argv[i] == iflag || argv[i] == outname || argv[i] == sname) continue;
         size_t l = strlen(argv[i]);
         memcpy(kbuf + kp, argv[i], l + 1);
         kp += l + 1;
@@ -291,31 +291,67 @@ int kf_cuda_build(const kf_cuda_build_req *req, kf_cuda_build_res *res)
         }
     }
 
+    /* nvcc reads only the toolkit, the host compiler (/usr), the ABI header
+     * and a private folder with a copy of the source; it writes only there */
+    unlink(req->out_path); /* a stale file is never taken for output */
+    char bdir[PATH_MAX];
+    if (kf_compile_stage(req->scratch_dir, src_abs, ".cu", bdir, sizeof(bdir), sname, sizeof(sname)) != 0) {
+        int e = errno;
+        DETAIL(KF_CUDA_BUILD_INFRA, "cannot stage the source for nvcc in %.300s: %s", req->scratch_dir, strerror(e));
+        return 0;
+    }
+    char nvreal[PATH_MAX], nvbin[PATH_MAX] = "", nvroot[PATH_MAX] = "";
+    if (realpath(res->nvcc, nvreal)) {
+        snprintf(nvbin, sizeof(nvbin), "%s", dirname(nvreal)); /* <root>/bin */
+        snprintf(nvroot, sizeof(nvroot), "%s", nvbin);
+        snprintf(nvroot, sizeof(nvroot), "%s", dirname(nvroot)); /* <root> */
+    }
+    const char *reads[] = {abi, nvroot[0] ? nvroot : NULL, libdir, NULL};
     double timeout_s = req->timeout_s > 0 ? req->timeout_s : 300;
+    kf_compile_job job = {.argv = argv,
+                          .dir = bdir,
+                          .read_paths = reads,
+                          .as_bytes = NV_AS,
+                          .fsize_limit = NV_FSIZE,
+                          .output_cap = LOG_CAP,
+                          .timeout_s = timeout_s,
+                          .tick = req->tick,
+                          .tick_arg = req->tick_arg};
     kf_sandbox_res sb;
-    int rc = kf_compile_exec(argv, req->scratch_dir, req->out_path, timeout_s, 512u << 20, LOG_CAP, req->tick,
-                             req->tick_arg, &sb);
+    int rc = kf_compile_exec(&job, &sb);
     res->seconds = sb.wall_s;
     if (rc != 0) {
         DETAIL(KF_CUDA_BUILD_INFRA, "could not start nvcc: %s", sb.err);
         kf_sandbox_res_free(&sb);
+        kf_util_rmtree(bdir);
         return 0;
     }
     free(res->log);
     res->log = sb.output ? sb.output : calloc(1, 1);
     sb.output = NULL;
-    char line[400];
-    switch (sb.how) {
-    case KF_SANDBOX_TIMEOUT: DETAIL(KF_CUDA_BUILD_FAILED, "compilation exceeded the %.0f s limit", timeout_s); break;
+    char line[400], why[400];
+    if (sb.confine_failed) {
+        DETAIL(KF_CUDA_BUILD_INFRA, "could not confine nvcc: %s", sb.err);
+    } else switch (sb.how) {
+    case KF_SANDBOX_TIMEOUT: DETAIL(KF_CUDA_BUILD_FAILED, "compile exceeded %.0f s (the compile time limit)", timeout_s); break;
     case KF_SANDBOX_CANCELLED: DETAIL(KF_CUDA_BUILD_INFRA, "cancelled"); break;
     case KF_SANDBOX_SIGNALED:
         if (sb.signal == SIGXFSZ) DETAIL(KF_CUDA_BUILD_FAILED, "build output exceeds the 512 MiB file size limit");
+        else if (kf_compile_signal_is_compilers(sb.signal))
+            DETAIL(KF_CUDA_BUILD_FAILED, "nvcc died of signal %s (limits: 8 GiB address space, 512 MiB files)",
+                   strsignal(sb.signal));
         else DETAIL(KF_CUDA_BUILD_INFRA, "nvcc killed by signal %s", strsignal(sb.signal));
         break;
     case KF_SANDBOX_FAILED: DETAIL(KF_CUDA_BUILD_INFRA, "%s", sb.err); break;
     case KF_SANDBOX_EXITED:
         if (sb.exit_status == 0) {
             struct stat st;
+            if (kf_compile_collect(bdir, NV_OUT, req->out_path) != 0) {
+                int e = errno;
+                DETAIL(KF_CUDA_BUILD_INFRA, "nvcc reported success but its shared object could not be taken: %s",
+                       strerror(e));
+                break;
+            }
             if (stat(req->out_path, &st) != 0 || st.st_size == 0) {
                 DETAIL(KF_CUDA_BUILD_INFRA, "nvcc reported success but wrote no shared object");
                 break;
@@ -330,17 +366,26 @@ int kf_cuda_build(const kf_cuda_build_req *req, kf_cuda_build_res *res)
             }
             break;
         }
-        if (sb.exit_status == 127 || sb.exit_status == 126 || infra_log(res->log)) {
-            kf_compile_first_error(res->log, 1, line, sizeof(line));
-            DETAIL(KF_CUDA_BUILD_INFRA, "nvcc could not run properly (status %d): %s", sb.exit_status, line);
+        /* blame the worker only for what it proves itself */
+        kf_util_rmtree(bdir); /* what the build wrote no longer counts against the disk */
+        bdir[0] = 0;
+        int e = kf_sandbox_exec_failed(&sb);
+        if (e) {
+            DETAIL(KF_CUDA_BUILD_INFRA, "nvcc could not be executed (status %d): %s", sb.exit_status, strerror(e));
+        } else if (kf_compile_disk_low(req->scratch_dir, NV_FSIZE, why, sizeof(why)) ||
+                   (use_cache && kf_compile_disk_low(req->cache_dir, NV_FSIZE, why, sizeof(why)))) {
+            DETAIL(KF_CUDA_BUILD_INFRA, "%s", why);
         } else if (kf_cuda_log_is_arch_error(res->log, line, sizeof(line))) {
             DETAIL(KF_CUDA_BUILD_ARCH, "not buildable for %s: %s", req->arch, line);
+        } else if (!kf_compile_canary(&job, req->scratch_dir, sname, k_nv_canary, why, sizeof(why))) {
+            DETAIL(KF_CUDA_BUILD_INFRA, "%s", why);
         } else {
             kf_compile_first_error(res->log, 1, line, sizeof(line));
             DETAIL(KF_CUDA_BUILD_FAILED, "%s", line[0] ? line : "nvcc failed with no output");
         }
         break;
     }
+    if (bdir[0]) kf_util_rmtree(bdir);
     if (res->status != KF_CUDA_BUILD_OK) unlink(req->out_path);
     res->n_fn = kf_cuda_parse_ptxas(res->log, res->fn, KF_CUDA_MAX_PTXAS);
     kf_sandbox_res_free(&sb);

@@ -1,0 +1,1285 @@
+/*
+ * judge.c -- one evaluation pipeline for every backend (see judge.h).
+ *
+ * Steps (each names the cases of shared/cases/README.md it answers):
+ *  1. Open the device (the judge's own context on cuda) and spawn three
+ *     runners -- reference, baseline, candidate -- each exec'ed fresh after
+ *     a pre-exec child confined itself (kf_confine_apply; the facts it
+ *     established come back over a close-on-exec pipe, and the judge
+ *     re-reads /proc/PID/status). A mechanism absent on this host refuses
+ *     the evaluation unless the operator allowed it.          [I5-I10, I14]
+ *  2. Validation: every validation shape x task trials. Inputs come from
+ *     (secret, shape, trial, tensor) -- the runner never sees the secret. The
+ *     judge writes them into the reference's and the candidate's arenas,
+ *     poisons outputs and workspace, runs the reference, then the candidate;
+ *     reads the candidate's outputs the moment it answers; checks that it
+ *     used no CPU after answering and that its outputs do not change later
+ *     (work left running: rejected_cheat), that its inputs are unchanged
+ *     (incorrect), that every element was written (incorrect), and compares
+ *     with rtol/atol (compare.c: scaled measure, NaN/Inf, trivial outputs).
+ *     The reference's output for trial 0 and trial 1 of the first shape must
+ *     differ, or the task is degenerate (the task's fault).
+ *                                       [C1-C7, T2, I1, I4, I11, I12]
+ *  3. Timing per benchmark shape, only after validation passed: NSETS input
+ *     sets (from the secret) kept in a private arena; before every call the
+ *     set is copied into the runner's arena and 8 elements of every input get
+ *     fresh values (no two calls see the same inputs), outputs are poisoned,
+ *     the cache is flushed; the judge's clock runs from the doorbell to the
+ *     answer plus the backend fence. Baseline and candidate alternate, order
+ *     swapped every repetition. The number of repetitions is fixed from the
+ *     baseline's warm-up time before the loop (it never depends on the
+ *     candidate turning fast). Which calls are checked against the reference
+ *     on the same inputs is drawn from the secret (probability p per call)
+ *     and always includes the last call and the first reuse of a set, so a
+ *     candidate that stops working after any N calls is caught with
+ *     probability >= 1 - (1-p)^(calls after N), and certainly when N is
+ *     smaller than the number of calls. The candidate's CPU time is read
+ *     before and after every call of anyone else: a candidate that computes
+ *     while not called (a thread left running, slowing the baseline) is
+ *     rejected_cheat.                                      [C6, I3, I4, T1, T2]
+ *  4. The fixed per-call overhead of the doorbell is measured on the
+ *     baseline's runner (NOOP round trips; the candidate cannot slow them)
+ *     and the same value is subtracted from both sides. A candidate time
+ *     below the roofline floor (task bytes / peak GB/s, flops / peak
+ *     GFLOP/s) is never a win: measured raw below the floor ->
+ *     rejected_cheat; corrected below it -> the floor is used.
+ *
+ * Blame: whatever a runner of the candidate does -- crash, exit, hang, lie,
+ * garbage on its reply pipe, a CUDA error -- is the candidate's verdict. A
+ * reference or baseline that fails, hangs or writes nothing is the task's
+ * (infra_error, blame "task": the campaign's problem, not the worker's). The
+ * judge's own failures (allocation, spawning) are the worker's (blame
+ * "worker").
+ *
+ * Precedence is applied by the caller (eval.c): compile_error/infra_error/
+ * unsupported > load_error > runtime_error/timeout > rejected_cheat >
+ * incorrect > ok. The judge stops at the first failure.
+ */
+#define _GNU_SOURCE
+#include "judge.h"
+#include "compare.h"
+#include "confine.h"
+#include "inputs.h"
+#include "kf_util.h"
+#include "kf_verdict.h"
+#include "rproto.h"
+#include "sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <libgen.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NSETS 3
+#define LATE_CHECK_MS 5
+#define CPU_SLACK_NS 2000000LL     /* 2 ms of CPU while not called = work left running */
+#define OUT_KEEP 8192
+
+enum { R_REF = 0, R_BASE = 1, R_CAND = 2 };
+static const char *const role_name[3] = {"reference", "baseline", "candidate"};
+
+typedef struct {
+    int role;
+    pid_t pid;
+    int cmd_w, rep_r, out_r;
+    kf_jarena arena;
+    clockid_t cpuclock;
+    int have_cpuclock;
+    char out[OUT_KEEP + 1];
+    size_t out_len;
+    int out_dropped;
+    int dead, wstatus;
+    kf_confine_facts facts;
+    int facts_ok;
+} runner;
+
+/* Where tensors lie for one shape (same offsets in every arena). */
+typedef struct {
+    int64_t sizes[KF_MAX_SIZES];
+    uint64_t in_off[KF_MAX_TENSORS], out_off[KF_MAX_TENSORS], ws_off, ws_bytes;
+    uint64_t in_bytes[KF_MAX_TENSORS], out_bytes[KF_MAX_TENSORS];
+    int64_t in_n[KF_MAX_TENSORS], out_n[KF_MAX_TENSORS];
+    int64_t in_shape[KF_MAX_TENSORS][KF_MAX_DIMS], out_shape[KF_MAX_TENSORS][KF_MAX_DIMS];
+    uint64_t total;
+} layout;
+
+typedef struct {
+    const kf_judge_cfg *cfg;
+    const kf_task *t;
+    const kf_judge_backend *be;
+    kf_judge_dev *dev;
+    int fd;
+    double t_start, deadline;
+    runner r[3];
+    uint64_t arena_bytes;
+    kf_rng seqrng, chkrng;
+    json_t *metrics, *validation;
+    double overhead_us;
+    /* verdict */
+    int done;
+} judge;
+
+/* ---------------- report ---------------- */
+
+static void progress(judge *j, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line + 2, sizeof(line) - 3, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if ((size_t)n > sizeof(line) - 4) n = (int)sizeof(line) - 4;
+    line[0] = 'P';
+    line[1] = ' ';
+    line[2 + n] = '\n';
+    kf_sandbox_write_all(j->fd, line, (size_t)n + 3);
+}
+
+static void kill_runners(judge *j)
+{
+    for (int i = 0; i < 3; i++)
+        if (j->r[i].pid > 0) {
+            kill(j->r[i].pid, SIGKILL);
+            if (!j->r[i].dead) waitpid(j->r[i].pid, &j->r[i].wstatus, 0);
+            j->r[i].dead = 1;
+        }
+}
+
+static json_t *runners_json(judge *j)
+{
+    json_t *o = json_object();
+    for (int i = 0; i < 3; i++) {
+        runner *r = &j->r[i];
+        if (r->pid <= 0) continue;
+        json_t *x = json_object();
+        if (r->out_len) json_object_set_new(x, "output_tail", json_stringn_nocheck(r->out, r->out_len));
+        if (r->out_dropped) json_object_set_new(x, "output_truncated", json_true());
+        json_object_set_new(o, role_name[i], x);
+    }
+    return o;
+}
+
+/* Write the verdict and end the judge. blame: "none", "candidate", "task", "worker". */
+__attribute__((noreturn, format(printf, 4, 5))) static void finish(judge *j, kf_verdict v, const char *blame,
+                                                                   const char *fmt, ...)
+{
+    char detail[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof(detail), fmt, ap);
+    va_end(ap);
+    kill_runners(j);
+    json_object_set_new(j->metrics, "runners", runners_json(j));
+    /* the secret is revealed only now: every runner is dead */
+    json_object_set_new(j->metrics, "input_seed", json_integer((json_int_t)j->cfg->secret));
+    json_object_set_new(j->metrics, "judge_s", json_real(kf_util_now_s() - j->t_start));
+    json_t *o = json_object();
+    json_object_set_new(o, "verdict", json_string(kf_verdict_name(v)));
+    json_object_set_new(o, "detail", json_string(detail));
+    json_object_set_new(o, "blame", json_string(blame));
+    json_object_set(o, "metrics", j->metrics);
+    char *txt = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(9));
+    json_decref(o);
+    if (txt) {
+        char head[64];
+        snprintf(head, sizeof(head), "R %s ", j->cfg->nonce);
+        kf_sandbox_write_all(j->fd, head, strlen(head));
+        kf_sandbox_write_all(j->fd, txt, strlen(txt));
+        kf_sandbox_write_all(j->fd, "\n", 1);
+        free(txt);
+    }
+    if (j->dev) j->be->close(j->dev);
+    _exit(0);
+}
+
+/* ---------------- runners ---------------- */
+
+static const char *signame(int sig)
+{
+    switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGABRT: return "SIGABRT";
+    case SIGKILL: return "SIGKILL";
+    case SIGXCPU: return "SIGXCPU";
+    case SIGXFSZ: return "SIGXFSZ";
+    case SIGSYS: return "SIGSYS";
+    case SIGTERM: return "SIGTERM";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGTRAP: return "SIGTRAP";
+    }
+    return "signal";
+}
+
+static void drain_output(runner *r)
+{
+    char tmp[16384];
+    for (;;) {
+        ssize_t n = read(r->out_r, tmp, sizeof(tmp));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;
+        /* keep the first half and the latest half of OUT_KEEP */
+        for (ssize_t i = 0; i < n; i++) {
+            if (r->out_len < OUT_KEEP) {
+                r->out[r->out_len++] = tmp[i];
+            } else {
+                memmove(r->out + OUT_KEEP / 2, r->out + OUT_KEEP / 2 + 1, OUT_KEEP / 2 - 1);
+                r->out[OUT_KEEP - 1] = tmp[i];
+                r->out_dropped = 1;
+            }
+        }
+    }
+}
+
+static void close_from(int lowfd)
+{
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, (unsigned)lowfd, ~0U, 0) == 0) return;
+#endif
+    for (int fd = lowfd; fd < 4096; fd++) close(fd);
+}
+
+/* Pre-exec child: wire the descriptors, confine, exec the runner. Never returns. */
+__attribute__((noreturn)) static void runner_child(judge *j, runner *r, int cmd_r, int rep_w, int out_w,
+                                                   int info_w, pid_t parent)
+{
+    setsid();
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(126);
+    for (int s = 1; s < NSIG; s++)
+        if (s != SIGKILL && s != SIGSTOP) signal(s, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int afd = r->arena.fd;
+    /* move everything above 6 first so the dup2s below cannot clobber each other */
+    int fds[6] = {devnull, out_w, cmd_r, rep_w, afd, info_w};
+    for (int i = 0; i < 6; i++) {
+        if (fds[i] < 0 && i != 4) _exit(125);
+        if (fds[i] >= 0) fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 16);
+    }
+    if (dup2(fds[0], 0) < 0 || dup2(fds[1], 1) < 0 || dup2(fds[1], 2) < 0 || dup2(fds[2], KF_RP_FD_CMD) < 0 ||
+        dup2(fds[3], KF_RP_FD_REPLY) < 0 || (fds[4] >= 0 && dup2(fds[4], KF_RP_FD_ARENA) < 0) ||
+        dup2(fds[5], 6) < 0)
+        _exit(125);
+    fcntl(6, F_SETFD, FD_CLOEXEC);
+    close_from(7);
+    int info = 6;
+
+    kf_confine_spec spec;
+    memset(&spec, 0, sizeof(spec));
+    spec.profile = KF_CONFINE_RUNNER;
+    int nr = 0;
+    char sodir[PATH_MAX];
+    snprintf(sodir, sizeof(sodir), "%s", j->cfg->so[r->role]);
+    spec.read_paths[nr++] = dirname(sodir);
+    spec.read_paths[nr++] = j->cfg->runner_path;
+    spec.read_paths[nr] = NULL;
+    kf_confine_default_reads(&spec);
+    int nw = 0;
+    while (nw < KF_CONFINE_MAX_PATHS - 1 && spec.write_paths[nw]) nw++;
+    if (j->be->runner_writes)
+        for (int i = 0; j->be->runner_writes[i] && nw < KF_CONFINE_MAX_PATHS - 1; i++)
+            spec.write_paths[nw++] = j->be->runner_writes[i];
+    spec.write_paths[nw] = NULL;
+    spec.as_bytes = j->be->runner_needs_as_unlimited ? 0 : (uint64_t)r->arena.bytes + (8ull << 30);
+    spec.nofile = 256;
+    spec.nproc = 4096;
+    spec.fsize_bytes = 1 << 20;
+    spec.cpu_s = j->cfg->budget_s * 4 + 30;
+    spec.drop_uid = 1;
+    kf_confine_facts f;
+    char err[256] = "";
+    int rc = kf_confine_apply(&spec, &f, err, sizeof(err));
+    char line[512];
+    int n = snprintf(line, sizeof(line), "%d %d %d %d %d %d %d %d %d %s\n", rc, f.landlock_abi, f.landlock_fs,
+                     f.landlock_scoped, f.seccomp, f.no_new_privs, f.uid_dropped, f.uid, f.rlimits, err);
+    kf_sandbox_write_all(info, line, (size_t)n);
+    if (rc != 0) _exit(124);
+
+    char arena_s[32], gpu_s[64];
+    snprintf(arena_s, sizeof(arena_s), "%llu", (unsigned long long)r->arena.bytes);
+    snprintf(gpu_s, sizeof(gpu_s), "%s", j->be->device_id(j->dev));
+    char *argv[] = {(char *)j->cfg->runner_path, (char *)role_name[r->role], (char *)j->be->name,
+                    (char *)j->cfg->so[r->role], arena_s, gpu_s, NULL};
+    char *envp[16];
+    int ne = 0;
+    envp[ne++] = "PATH=/usr/bin:/bin";
+    envp[ne++] = "LANG=C";
+    envp[ne++] = "LC_ALL=C";
+    envp[ne++] = "OMP_WAIT_POLICY=passive";
+    envp[ne++] = "GOMP_SPINCOUNT=0";
+    char home[PATH_MAX + 8];
+    snprintf(home, sizeof(home), "HOME=%s", spec.read_paths[0]); /* its own read-only folder */
+    envp[ne++] = home;
+    if (j->be->runner_env)
+        for (int i = 0; j->be->runner_env[i] && ne < 15; i++) envp[ne++] = (char *)j->be->runner_env[i];
+    envp[ne] = NULL;
+    execve(j->cfg->runner_path, argv, envp);
+    dprintf(info, "exec %s: %s\n", j->cfg->runner_path, strerror(errno));
+    _exit(127);
+}
+
+static int runner_spawn(judge *j, int role, char *err, size_t cap)
+{
+    runner *r = &j->r[role];
+    memset(r, 0, sizeof(*r));
+    r->role = role;
+    r->cmd_w = r->rep_r = r->out_r = -1;
+    r->arena.fd = -1;
+    if (j->be->arena_new(j->dev, j->arena_bytes, 1, &r->arena, err, cap) != 0) return -1;
+    int cmd[2], rep[2], out[2], info[2];
+    if (pipe2(cmd, O_CLOEXEC) || pipe2(rep, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(info, O_CLOEXEC)) {
+        snprintf(err, cap, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(err, cap, "fork: %s", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) runner_child(j, r, cmd[0], rep[1], out[1], info[1], parent);
+    close(cmd[0]);
+    close(rep[1]);
+    close(out[1]);
+    close(info[1]);
+    r->pid = pid;
+    r->cmd_w = cmd[1];
+    r->rep_r = rep[0];
+    r->out_r = out[0];
+    fcntl(r->out_r, F_SETFL, O_NONBLOCK);
+    /* the facts line, then EOF when exec succeeds (close-on-exec) */
+    char buf[1024];
+    size_t len = 0;
+    for (;;) {
+        ssize_t n = read(info[0], buf + len, sizeof(buf) - 1 - len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        len += (size_t)n;
+        if (len >= sizeof(buf) - 1) break;
+    }
+    close(info[0]);
+    buf[len] = 0;
+    int rc = -1;
+    kf_confine_facts *f = &r->facts;
+    char cerr[256] = "";
+    if (sscanf(buf, "%d %d %d %d %d %d %d %d %d %255[^\n]", &rc, &f->landlock_abi, &f->landlock_fs,
+               &f->landlock_scoped, &f->seccomp, &f->no_new_privs, &f->uid_dropped, &f->uid, &f->rlimits,
+               cerr) < 9) {
+        snprintf(err, cap, "%s runner did not start: %s", role_name[role], len ? buf : "no word from it");
+        return -1;
+    }
+    if (rc != 0) {
+        snprintf(err, cap, "confining the %s runner failed: %s", role_name[role], cerr);
+        return -1;
+    }
+    char *nl = strchr(buf, '\n');
+    if (nl && nl[1]) { /* "exec ...: error" after the facts line */
+        snprintf(err, cap, "%s runner: %s", role_name[role], nl + 1);
+        return -1;
+    }
+    r->facts_ok = 1;
+    if (clock_getcpuclockid(pid, &r->cpuclock) == 0) r->have_cpuclock = 1;
+    return 0;
+}
+
+static int64_t cpu_ns(runner *r)
+{
+    struct timespec ts;
+    if (!r->have_cpuclock || clock_gettime(r->cpuclock, &ts) != 0) return -1;
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+enum { WT_OK = 0, WT_TIMEOUT = -1, WT_DIED = -2, WT_PROTO = -3 };
+
+static int runner_send(judge *j, runner *r, kf_rp_cmd *c)
+{
+    c->magic = KF_RP_MAGIC;
+    c->seq = kf_inputs_rng_next(&j->seqrng);
+    const char *p = (const char *)c;
+    size_t n = sizeof(*c);
+    while (n) {
+        ssize_t w = write(r->cmd_w, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Wait for the answer to c (seq) until the deadline; drains the runner's output. */
+static int runner_wait(judge *j, runner *r, uint64_t seq, uint32_t kind, kf_rp_reply *rep)
+{
+    size_t got = 0;
+    for (;;) {
+        double left = j->deadline - kf_util_now_s();
+        if (left <= 0) return WT_TIMEOUT;
+        struct pollfd pf[2] = {{.fd = r->rep_r, .events = POLLIN}, {.fd = r->out_r, .events = POLLIN}};
+        int ms = left > 0.2 ? 200 : (int)(left * 1000) + 1;
+        int pr = poll(pf, 2, ms);
+        if (pr < 0 && errno != EINTR) return WT_DIED;
+        if (pf[1].revents) drain_output(r);
+        if (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+            ssize_t n = read(r->rep_r, (char *)rep + got, sizeof(*rep) - got);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) {
+                /* reply pipe closed: the runner is gone */
+                drain_output(r);
+                if (waitpid(r->pid, &r->wstatus, 0) == r->pid) r->dead = 1;
+                return got ? WT_PROTO : WT_DIED;
+            }
+            got += (size_t)n;
+            if (got < sizeof(*rep)) continue;
+            if (rep->magic != KF_RP_MAGIC || rep->kind != kind || rep->seq != seq) return WT_PROTO;
+            rep->msg[sizeof(rep->msg) - 1] = 0;
+            return WT_OK;
+        }
+    }
+}
+
+/* Describe how a runner ended (after WT_DIED). */
+static void death_text(runner *r, char *buf, size_t cap, int *sig)
+{
+    *sig = 0;
+    if (!r->dead) {
+        if (waitpid(r->pid, &r->wstatus, 0) == r->pid) r->dead = 1;
+    }
+    if (WIFSIGNALED(r->wstatus)) {
+        *sig = WTERMSIG(r->wstatus);
+        snprintf(buf, cap, "died with %s (%s)", signame(*sig), strsignal(*sig));
+    } else if (WIFEXITED(r->wstatus)) {
+        snprintf(buf, cap, "exited the process (status %d)", WEXITSTATUS(r->wstatus));
+    } else {
+        snprintf(buf, cap, "ended");
+    }
+}
+
+/* Blame a failed wait: the candidate's runner -> the candidate; the others -> the task. */
+__attribute__((noreturn)) static void fail_wait(judge *j, runner *r, int w, const char *where)
+{
+    char d[256];
+    int sig = 0;
+    if (r->role != R_CAND) {
+        if (w == WT_TIMEOUT)
+            finish(j, KF_INFRA_ERROR, "task", "the task's %s exceeded the %.0f s limit %s: the task is too slow "
+                   "for this worker", role_name[r->role], j->cfg->budget_s, where);
+        if (w == WT_DIED) {
+            death_text(r, d, sizeof(d), &sig);
+            finish(j, KF_INFRA_ERROR, "task", "the task's %s %s %s", role_name[r->role], d, where);
+        }
+        finish(j, KF_INFRA_ERROR, "task", "the task's %s broke the runner protocol %s", role_name[r->role], where);
+    }
+    if (w == WT_TIMEOUT)
+        finish(j, KF_TIMEOUT, "candidate", "exceeded the %.0f s limit %s", j->cfg->budget_s, where);
+    if (w == WT_PROTO)
+        finish(j, KF_REJECTED_CHEAT, "candidate", "wrote on the runner's reply channel %s (forged or "
+               "malformed answer)", where);
+    death_text(r, d, sizeof(d), &sig);
+    if (sig == SIGILL)
+        finish(j, KF_RUNTIME_ERROR, "candidate", "candidate %s %s (an instruction this CPU lacks?)", d, where);
+    finish(j, KF_RUNTIME_ERROR, "candidate", "candidate %s %s", d, where);
+}
+
+/* ---------------- layouts and data ---------------- */
+
+static uint64_t align_page(uint64_t x) { return (x + 4095) & ~(uint64_t)4095; }
+
+static int make_layout(judge *j, const int64_t *sizes, layout *L, char *err, size_t cap)
+{
+    const kf_task *t = j->t;
+    memset(L, 0, sizeof(*L));
+    memcpy(L->sizes, sizes, sizeof(L->sizes));
+    uint64_t off = 0;
+    for (int io = 0; io < 2; io++) {
+        int n = io ? t->n_outputs : t->n_inputs;
+        for (int i = 0; i < n; i++) {
+            const kf_tensor_spec *ts = io ? &t->outputs[i] : &t->inputs[i];
+            int64_t *shape = io ? L->out_shape[i] : L->in_shape[i];
+            int64_t cnt = kf_task_shape(t, ts, sizes, shape);
+            if (cnt <= 0) {
+                snprintf(err, cap, "tensor '%s': bad shape", ts->name);
+                return -1;
+            }
+            /* each tensor ends (64-byte rounded) right before a guard page
+             * the cpu runner maps PROT_NONE (kf_rp_guard), so an overrun
+             * faults at once (R1) */
+            uint64_t b = (uint64_t)cnt * kf_dtype_size(ts->dtype);
+            uint64_t rounded = (b + 63) & ~(uint64_t)63, pages = align_page(rounded ? rounded : 64);
+            uint64_t start = off + pages - rounded;
+            if (io) {
+                L->out_off[i] = start;
+                L->out_bytes[i] = b;
+                L->out_n[i] = cnt;
+            } else {
+                L->in_off[i] = start;
+                L->in_bytes[i] = b;
+                L->in_n[i] = cnt;
+            }
+            off += pages + 4096;
+        }
+    }
+    double wsb = 0;
+    char e2[128];
+    if (t->workspace[0] && kf_task_eval_expr(t, t->workspace, sizes, &wsb, e2, sizeof(e2)) != 0) wsb = 0;
+    if (wsb > 0) {
+        uint64_t rounded = ((uint64_t)wsb + 63) & ~(uint64_t)63, pages = align_page(rounded);
+        L->ws_off = off + pages - rounded;
+        L->ws_bytes = (uint64_t)wsb;
+        off += pages + 4096;
+    }
+    L->total = off ? off : 4096;
+    return 0;
+}
+
+static void fill_cmd(judge *j, const layout *L, kf_rp_cmd *c, int op)
+{
+    const kf_task *t = j->t;
+    memset(c, 0, sizeof(*c));
+    c->op = (uint32_t)op;
+    c->n_in = t->n_inputs;
+    c->n_out = t->n_outputs;
+    c->n_sizes = t->n_sizes;
+    for (int i = 0; i < t->n_inputs; i++) {
+        c->in[i].offset = L->in_off[i];
+        c->in[i].dtype = t->inputs[i].dtype;
+        c->in[i].ndim = t->inputs[i].ndim;
+        memcpy(c->in[i].shape, L->in_shape[i], sizeof(c->in[i].shape));
+    }
+    for (int i = 0; i < t->n_outputs; i++) {
+        c->out[i].offset = L->out_off[i];
+        c->out[i].dtype = t->outputs[i].dtype;
+        c->out[i].ndim = t->outputs[i].ndim;
+        memcpy(c->out[i].shape, L->out_shape[i], sizeof(c->out[i].shape));
+    }
+    for (int i = 0; i < t->n_sizes; i++) c->sizes[i] = L->sizes[i];
+    c->ws_offset = L->ws_off;
+    c->ws_bytes = L->ws_bytes;
+}
+
+static uint32_t poison_of(int dtype) { return dtype == KF_I32 ? (uint32_t)KF_INPUTS_I32_POISON : 0xffffffffu; }
+
+static void io_fail(judge *j, const char *what)
+{
+    finish(j, KF_INFRA_ERROR, "worker", "judge: %s failed", what);
+}
+
+static void poison(judge *j, runner *r, const layout *L)
+{
+    for (int o = 0; o < j->t->n_outputs; o++)
+        if (j->be->fill32(j->dev, &r->arena, L->out_off[o], poison_of(j->t->outputs[o].dtype),
+                          (L->out_bytes[o] + 3) & ~3ull))
+            io_fail(j, "poison");
+    if (L->ws_bytes && j->be->fill32(j->dev, &r->arena, L->ws_off, 0xffffffffu, (L->ws_bytes + 3) & ~3ull))
+        io_fail(j, "poison");
+}
+
+static void shape_str(const kf_task *t, const int64_t *sizes, char *out, size_t cap)
+{
+    size_t p = 0;
+    out[0] = 0;
+    for (int i = 0; i < t->n_sizes && p < cap; i++)
+        p += (size_t)snprintf(out + p, cap - p, "%s%s=%lld", i ? "," : "", t->size_names[i], (long long)sizes[i]);
+}
+
+static json_t *shape_json(const kf_task *t, const int64_t *sizes)
+{
+    json_t *o = json_object();
+    for (int i = 0; i < t->n_sizes; i++) json_object_set_new(o, t->size_names[i], json_integer(sizes[i]));
+    return o;
+}
+
+/* One call on runner r; returns the judge-clock time in µs (doorbell to answer + fence). */
+static double call(judge *j, runner *r, const layout *L, int flags, const char *where, kf_rp_reply *rep)
+{
+    kf_rp_cmd c;
+    fill_cmd(j, L, &c, KF_RP_CALL);
+    c.flags = flags;
+    double t0 = kf_util_now_s();
+    if (runner_send(j, r, &c) != 0) fail_wait(j, r, WT_DIED, where);
+    int w = runner_wait(j, r, c.seq, KF_RP_DONE, rep);
+    if (w != WT_OK) fail_wait(j, r, w, where);
+    j->be->fence(j->dev);
+    double t1 = kf_util_now_s();
+    const char *who = role_name[r->role];
+    if (rep->status == KF_RP_ST_ARCH) {
+        if (r->role == R_CAND) finish(j, KF_UNSUPPORTED, "candidate", "no kernel image for this device %s: %s", where, rep->msg);
+        finish(j, KF_INFRA_ERROR, "task", "the task's %s has no kernel image for this device %s", who, where);
+    }
+    if (rep->status == KF_RP_ST_CUDA_ERROR) {
+        if (r->role == R_CAND) finish(j, KF_RUNTIME_ERROR, "candidate", "CUDA error %s: %s", where, rep->msg);
+        finish(j, KF_INFRA_ERROR, "task", "the task's %s failed %s: %s", who, where, rep->msg);
+    }
+    if (rep->status != KF_RP_ST_OK) {
+        if (r->role == R_CAND) finish(j, KF_RUNTIME_ERROR, "candidate", "runner error %s: %s", where, rep->msg);
+        finish(j, KF_INFRA_ERROR, "worker", "runner error for the %s %s: %s", who, where, rep->msg);
+    }
+    if (rep->rc != 0) {
+        if (r->role == R_CAND) finish(j, KF_RUNTIME_ERROR, "candidate", "candidate kf_entry returned %d %s", rep->rc, where);
+        finish(j, KF_INFRA_ERROR, "task", "the task's %s kf_entry returned %d %s", who, rep->rc, where);
+    }
+    return (t1 - t0) * 1e6;
+}
+
+/* The candidate must not run while it is not being called. */
+static void check_idle_cpu(judge *j, int64_t before, const char *where)
+{
+    runner *c = &j->r[R_CAND];
+    int64_t after = cpu_ns(c);
+    if (before < 0 || after < 0) return;
+    if (after - before > CPU_SLACK_NS)
+        finish(j, KF_REJECTED_CHEAT, "candidate",
+               "the candidate used %.1f ms of CPU while it was not being called %s: work left running after "
+               "kf_entry returned", (double)(after - before) / 1e6, where);
+}
+
+/* Host copies of one runner's outputs (malloc'ed, one per output). */
+static void **get_outputs(judge *j, runner *r, const layout *L)
+{
+    void **h = calloc(KF_MAX_TENSORS, sizeof(void *));
+    if (!h) io_fail(j, "allocation");
+    for (int o = 0; o < j->t->n_outputs; o++) {
+        h[o] = malloc(L->out_bytes[o] ? L->out_bytes[o] : 1);
+        if (!h[o] || j->be->get(j->dev, &r->arena, L->out_off[o], h[o], L->out_bytes[o])) io_fail(j, "read outputs");
+    }
+    return h;
+}
+
+static void free_list(void **h)
+{
+    if (!h) return;
+    for (int i = 0; i < KF_MAX_TENSORS; i++) free(h[i]);
+    free(h);
+}
+
+/* Outputs that changed after the answer: work left running. */
+static void late_check(judge *j, const layout *L, void **snap, const char *where)
+{
+    struct timespec ts = {0, LATE_CHECK_MS * 1000000L};
+    nanosleep(&ts, NULL);
+    void **now = get_outputs(j, &j->r[R_CAND], L);
+    for (int o = 0; o < j->t->n_outputs; o++)
+        if (memcmp(now[o], snap[o], L->out_bytes[o])) {
+            size_t es = kf_dtype_size(j->t->outputs[o].dtype);
+            int64_t idx = 0;
+            const unsigned char *a = snap[o], *b = now[o];
+            for (uint64_t i = 0; i < L->out_bytes[o]; i++)
+                if (a[i] != b[i]) {
+                    idx = (int64_t)(i / es);
+                    break;
+                }
+            free_list(now);
+            finish(j, KF_REJECTED_CHEAT, "candidate", "output '%s' changed after kf_entry returned (element %lld) "
+                   "%s: work was left running after return", j->t->outputs[o].name, (long long)idx, where);
+        }
+    free_list(now);
+}
+
+/* Compare candidate outputs (cand) with the reference's (ref); finish on failure. */
+static void judge_outputs(judge *j, const layout *L, void **cand, void **ref, const char *where, json_t *rec)
+{
+    const kf_task *t = j->t;
+    json_t *outs = json_array();
+    json_object_set_new(rec, "outputs", outs);
+    for (int o = 0; o < t->n_outputs; o++) {
+        const kf_tensor_spec *ts = &t->outputs[o];
+        int64_t n = L->out_n[o];
+        for (int64_t i = 0; i < n; i++)
+            if (kf_inputs_is_poison(ref[o], ts->dtype, i))
+                finish(j, KF_INFRA_ERROR, "task", "the task's reference did not write output '%s' element %lld %s",
+                       ts->name, (long long)i, where);
+        int64_t unwritten = 0, first = -1;
+        for (int64_t i = 0; i < n; i++)
+            if (kf_inputs_is_poison(cand[o], ts->dtype, i)) {
+                if (first < 0) first = i;
+                unwritten++;
+            }
+        if (unwritten)
+            finish(j, KF_INCORRECT, "candidate", "output '%s' element %lld not written (%lld of %lld elements still "
+                   "hold the poison pattern when the candidate answered) %s", ts->name, (long long)first,
+                   (long long)unwritten, (long long)n, where);
+        kf_compare_res cr;
+        kf_compare(cand[o], ref[o], ts->dtype, n, &t->tol[ts->dtype], t->allow_nonfinite, &cr);
+        json_t *oj = json_object();
+        json_object_set_new(oj, "name", json_string(ts->name));
+        json_object_set_new(oj, "max_abs_err", json_real(cr.max_abs_err));
+        json_object_set_new(oj, "max_rel_err", json_real(cr.max_rel_err));
+        json_object_set_new(oj, "scale", json_real(cr.scale));
+        json_object_set_new(oj, "n_bad", json_integer(cr.n_bad));
+        json_object_set_new(oj, "ok", json_boolean(cr.ok));
+        if (cr.first_bad >= 0) {
+            json_object_set_new(oj, "first_bad", json_integer(cr.first_bad));
+            json_object_set_new(oj, "candidate", isfinite(cr.first_cand) ? json_real(cr.first_cand)
+                                                 : json_string(isnan(cr.first_cand) ? "nan" : cr.first_cand > 0 ? "inf" : "-inf"));
+            json_object_set_new(oj, "reference", isfinite(cr.first_ref) ? json_real(cr.first_ref)
+                                                 : json_string(isnan(cr.first_ref) ? "nan" : "inf"));
+        }
+        json_array_append_new(outs, oj);
+        if (!cr.ok) {
+            if (cr.ref_nonfinite && !t->allow_nonfinite)
+                finish(j, KF_INFRA_ERROR, "task", "output '%s': %s %s (the reference is not finite)", ts->name,
+                       cr.reason, where);
+            finish(j, KF_INCORRECT, "candidate", "output '%s' %s: %s", ts->name, where, cr.reason);
+        }
+    }
+}
+
+/* Inputs in the candidate's arena must equal what was written (exp: host copies or the reference's arena). */
+static void check_inputs(judge *j, const layout *L, void **expect, const char *where)
+{
+    for (int i = 0; i < j->t->n_inputs; i++) {
+        void *now = malloc(L->in_bytes[i] ? L->in_bytes[i] : 1);
+        if (!now || j->be->get(j->dev, &j->r[R_CAND].arena, L->in_off[i], now, L->in_bytes[i])) io_fail(j, "read inputs");
+        if (memcmp(now, expect[i], L->in_bytes[i])) {
+            const kf_tensor_spec *ts = &j->t->inputs[i];
+            size_t es = kf_dtype_size(ts->dtype);
+            int64_t idx = 0;
+            const unsigned char *a = expect[i], *b = now;
+            for (uint64_t k = 0; k < L->in_bytes[i]; k++)
+                if (a[k] != b[k]) {
+                    idx = (int64_t)(k / es);
+                    break;
+                }
+            double was = kf_inputs_get(expect[i], ts->dtype, idx), is = kf_inputs_get(now, ts->dtype, idx);
+            free(now);
+            finish(j, KF_INCORRECT, "candidate", "candidate modified input '%s' (element %lld: was %.9g, now %.9g) %s",
+                   ts->name, (long long)idx, was, is, where);
+        }
+        free(now);
+    }
+}
+
+/* ---------------- validation ---------------- */
+
+static void validate(judge *j)
+{
+    const kf_task *t = j->t;
+    runner *R = &j->r[R_REF], *C = &j->r[R_CAND];
+    void **first_ref = NULL;
+    layout first_L;
+    int depends = 0;
+    for (int s = 0; s < t->n_validation; s++) {
+        const int64_t *sizes = t->validation[s].sizes;
+        char sh[160], err[256];
+        shape_str(t, sizes, sh, sizeof(sh));
+        layout L;
+        if (make_layout(j, sizes, &L, err, sizeof(err))) finish(j, KF_INFRA_ERROR, "task", "%s (shape %s)", err, sh);
+        for (int tr = 0; tr < t->trials; tr++) {
+            char where[256];
+            snprintf(where, sizeof(where), "(validation shape %s, trial %d)", sh, tr);
+            void *host[KF_MAX_TENSORS] = {0};
+            for (int i = 0; i < t->n_inputs; i++) {
+                host[i] = malloc(L.in_bytes[i] ? L.in_bytes[i] : 1);
+                if (!host[i]) io_fail(j, "allocation");
+                kf_inputs_fill(host[i], t->inputs[i].dtype, L.in_n[i], &t->inputs[i],
+                               kf_inputs_derive_seed(j->cfg->secret, (uint64_t)s, (uint64_t)tr, (uint64_t)i));
+                if (j->be->put(j->dev, &R->arena, L.in_off[i], host[i], L.in_bytes[i]) ||
+                    j->be->put(j->dev, &C->arena, L.in_off[i], host[i], L.in_bytes[i]))
+                    io_fail(j, "write inputs");
+            }
+            poison(j, R, &L);
+            poison(j, C, &L);
+            kf_rp_reply rep;
+            progress(j, "validate reference %s", where);
+            call(j, R, &L, KF_RP_F_RESET_DEVICE, where, &rep);
+            void **ref = get_outputs(j, R, &L);
+
+            progress(j, "validate candidate %s", where);
+            int64_t c0 = cpu_ns(C);
+            double us = call(j, C, &L, KF_RP_F_KERNELS, where, &rep);
+            void **cand = get_outputs(j, C, &L);
+            int64_t c1 = cpu_ns(C);
+            late_check(j, &L, cand, where);
+            check_idle_cpu(j, c1, where);
+            check_inputs(j, &L, host, where);
+            json_t *rec = json_object();
+            json_object_set_new(rec, "shape", shape_json(t, sizes));
+            json_object_set_new(rec, "trial", json_integer(tr));
+            json_object_set_new(rec, "candidate_call_us", json_real(us));
+            if (c0 >= 0 && c1 >= 0) json_object_set_new(rec, "candidate_cpu_us", json_real((double)(c1 - c0) / 1e3));
+            if (rep.n_kernels >= 0) json_object_set_new(rec, "kernels", json_integer(rep.n_kernels));
+            json_array_append_new(j->validation, rec);
+            if (rep.n_kernels == 0 && t->require_kernel)
+                finish(j, KF_REJECTED_CHEAT, "candidate", "the candidate launched no kernel %s (the task requires "
+                       "its own kernel; CUPTI saw none)", where);
+            judge_outputs(j, &L, cand, ref, where, rec);
+            free_list(cand);
+            /* I11: the reference's output must depend on its inputs: on at
+             * least one shape, two trials must give different outputs */
+            if (tr == 0) {
+                free_list(first_ref);
+                first_ref = ref;
+                first_L = L;
+                ref = NULL;
+            } else if (tr == 1 && first_ref) {
+                for (int o = 0; o < t->n_outputs && !depends; o++)
+                    depends = memcmp(first_ref[o], ref[o], first_L.out_bytes[o]) != 0;
+            }
+            free_list(ref);
+            for (int i = 0; i < t->n_inputs; i++) free(host[i]);
+        }
+    }
+    free_list(first_ref);
+    if (!depends && t->trials >= 2)
+        finish(j, KF_INFRA_ERROR, "task", "degenerate task: the reference gives the same output for different "
+               "inputs on every validation shape, so a constant would pass");
+}
+
+/* ---------------- timing ---------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct {
+    double median, min, mean, cv;
+    int n;
+} stats;
+
+static stats stats_of(double *v, int n)
+{
+    stats s = {0};
+    if (n <= 0) return s;
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    s.n = n;
+    s.min = v[0];
+    s.median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    double sum = 0;
+    for (int i = 0; i < n; i++) sum += v[i];
+    s.mean = sum / n;
+    double var = 0;
+    for (int i = 0; i < n; i++) var += (v[i] - s.mean) * (v[i] - s.mean);
+    s.cv = n > 1 && s.mean > 0 ? sqrt(var / (n - 1)) / s.mean : 0;
+    return s;
+}
+
+static json_t *stats_json(const stats *s, double overhead)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "median_us", json_real(s->median));
+    json_object_set_new(o, "raw_median_us", json_real(s->median + overhead));
+    json_object_set_new(o, "min_us", json_real(s->min));
+    json_object_set_new(o, "mean_us", json_real(s->mean));
+    json_object_set_new(o, "cv", json_real(s->cv));
+    json_object_set_new(o, "reps", json_integer(s->n));
+    return o;
+}
+
+/* Copy pristine set k into runner r's arena, then give 8 elements of every
+ * input fresh values derived from (secret, shape, rep): identical for every
+ * runner on the same rep, different on every rep. */
+static void prep_inputs(judge *j, runner *r, const layout *L, const kf_jarena *P, int k, int b, int rep)
+{
+    const kf_task *t = j->t;
+    for (int i = 0; i < t->n_inputs; i++) {
+        if (j->be->copy(j->dev, &r->arena, L->in_off[i], P, (uint64_t)k * L->total + L->in_off[i], L->in_bytes[i]))
+            io_fail(j, "copy inputs");
+        kf_rng g;
+        kf_inputs_rng_seed(&g, kf_inputs_derive_seed(j->cfg->secret, 2000u + (uint64_t)b, (uint64_t)(rep + 16),
+                                                     (uint64_t)i));
+        size_t es = kf_dtype_size(t->inputs[i].dtype);
+        int64_t n = L->in_n[i];
+        for (int e = 0; e < 8; e++) {
+            int64_t idx = e == 0 ? 0 : e == 1 ? n - 1 : (int64_t)(kf_inputs_rng_next(&g) % (uint64_t)n);
+            unsigned char v[8];
+            kf_inputs_fill(v, t->inputs[i].dtype, 1, &t->inputs[i], kf_inputs_rng_next(&g));
+            if (j->be->put(j->dev, &r->arena, L->in_off[i] + (uint64_t)idx * es, v, es)) io_fail(j, "perturb");
+        }
+    }
+    poison(j, r, L);
+}
+
+static double noop_rtt(judge *j, runner *r)
+{
+    kf_rp_cmd c;
+    memset(&c, 0, sizeof(c));
+    c.op = KF_RP_NOOP;
+    double t0 = kf_util_now_s();
+    if (runner_send(j, r, &c)) fail_wait(j, r, WT_DIED, "(overhead probe)");
+    kf_rp_reply rep;
+    int w = runner_wait(j, r, c.seq, KF_RP_DONE, &rep);
+    if (w != WT_OK) fail_wait(j, r, w, "(overhead probe)");
+    j->be->fence(j->dev);
+    return (kf_util_now_s() - t0) * 1e6;
+}
+
+static void timing(judge *j)
+{
+    const kf_task *t = j->t;
+    const kf_judge_cfg *cfg = j->cfg;
+    runner *B = &j->r[R_BASE], *C = &j->r[R_CAND], *R = &j->r[R_REF];
+    double p_check = cfg->quick ? 0.25 : 0.1;
+    double target_s = cfg->quick ? 0.05 : 0.5;          /* baseline seconds per shape */
+    int min_reps = cfg->quick ? 10 : 20, max_reps = cfg->quick ? 60 : 2000;
+
+    /* fixed overhead of one doorbell round trip, on the baseline's runner */
+    double ov[41];
+    for (int i = 0; i < 41; i++) ov[i] = noop_rtt(j, B);
+    stats os = stats_of(ov, 41);
+    j->overhead_us = os.median;
+
+    json_t *tj = json_object();
+    json_t *shapes = json_array(), *flags = json_array();
+    json_object_set_new(tj, "overhead_us", json_real(os.median));
+    json_object_set_new(tj, "check_probability", json_real(p_check));
+    json_object_set_new(tj, "shapes", shapes);
+    json_object_set_new(tj, "flags", flags);
+    json_object_set_new(j->metrics, "timing", tj);
+    int noisy = 0, truncated = 0, at_floor = 0;
+    double wsum = 0, lsp = 0, lc = 0, lb = 0;
+
+    for (int b = 0; b < t->n_benchmark && !truncated; b++) {
+        const int64_t *sizes = t->benchmark[b].sizes;
+        char sh[160], err[256];
+        shape_str(t, sizes, sh, sizeof(sh));
+        layout L;
+        if (make_layout(j, sizes, &L, err, sizeof(err))) finish(j, KF_INFRA_ERROR, "task", "%s (shape %s)", err, sh);
+        kf_jarena P;
+        if (j->be->arena_new(j->dev, L.total * NSETS, 0, &P, err, sizeof(err)))
+            finish(j, KF_INFRA_ERROR, "worker", "judge: %s", err);
+        for (int k = 0; k < NSETS; k++)
+            for (int i = 0; i < t->n_inputs; i++) {
+                void *h = malloc(L.in_bytes[i] ? L.in_bytes[i] : 1);
+                if (!h) io_fail(j, "allocation");
+                kf_inputs_fill(h, t->inputs[i].dtype, L.in_n[i], &t->inputs[i],
+                               kf_inputs_derive_seed(cfg->secret, 1000u + (uint64_t)b, (uint64_t)k, (uint64_t)i));
+                if (j->be->put(j->dev, &P, (uint64_t)k * L.total + L.in_off[i], h, L.in_bytes[i])) io_fail(j, "write inputs");
+                free(h);
+            }
+        kf_rp_reply rep;
+        char where[240];
+        snprintf(where, sizeof(where), "(warm-up, benchmark shape %s)", sh);
+        progress(j, "warm-up (benchmark shape %s)", sh);
+        double wb[NSETS];
+        for (int k = 0; k < NSETS; k++) {
+            prep_inputs(j, B, &L, &P, k, b, -1 - k);
+            j->be->flush(j->dev);
+            wb[k] = call(j, B, &L, KF_RP_F_RESET_DEVICE, where, &rep);
+            int64_t c0 = cpu_ns(C);
+            prep_inputs(j, C, &L, &P, k, b, -1 - k);
+            check_idle_cpu(j, c0, where);
+            j->be->flush(j->dev);
+            call(j, C, &L, 0, where, &rep);
+        }
+        stats ws = stats_of(wb, NSETS);
+        double per = ws.median > 1 ? ws.median * 1e-6 : 1e-6;
+        int reps = (int)(target_s / per);
+        if (reps < min_reps) reps = min_reps;
+        if (reps > max_reps) reps = max_reps;
+
+        double *sb = calloc((size_t)reps, sizeof(double)), *sc = calloc((size_t)reps, sizeof(double));
+        if (!sb || !sc) io_fail(j, "allocation");
+        int n = 0, checked = 0;
+        double floor_us = 0, gbs_peak = 0, gf_peak = 0, fl = 0, by = 0;
+        char e2[128];
+        j->be->peaks(j->dev, t->outputs[0].dtype, &gbs_peak, &gf_peak);
+        if (t->bytes[0] && kf_task_eval_expr(t, t->bytes, sizes, &by, e2, sizeof(e2)) == 0 && gbs_peak > 0)
+            floor_us = fmax(floor_us, by / (gbs_peak * 1e9) * 1e6);
+        if (t->flops[0] && kf_task_eval_expr(t, t->flops, sizes, &fl, e2, sizeof(e2)) == 0 && gf_peak > 0)
+            floor_us = fmax(floor_us, fl / (gf_peak * 1e9) * 1e6);
+
+        progress(j, "time (benchmark shape %s, %d calls per side)", sh, reps);
+        double shape_t0 = kf_util_now_s();
+        for (int rep_i = 0; rep_i < reps; rep_i++) {
+            int k = rep_i % NSETS;
+            snprintf(where, sizeof(where), "(timed call %d of %d, benchmark shape %s)", rep_i + 1, reps, sh);
+            /* the last call is always checked; stop early (checked) when the budget runs short */
+            double elapsed = kf_util_now_s() - shape_t0;
+            double left = j->deadline - kf_util_now_s();
+            int last = rep_i == reps - 1;
+            if (!last && rep_i > 0 && left < 3.0 * elapsed / rep_i + 1.0) {
+                last = 1;
+                truncated = 1;
+            }
+            int check = last || rep_i == NSETS || kf_inputs_rng_uniform(&j->chkrng) < p_check;
+            int cand_first = rep_i & 1;
+            double tb = 0, tc = 0;
+            for (int side = 0; side < 2; side++) {
+                int is_c = side == 0 ? cand_first : !cand_first;
+                if (is_c) {
+                    int64_t c0 = cpu_ns(C);
+                    prep_inputs(j, C, &L, &P, k, b, rep_i);
+                    j->be->flush(j->dev);
+                    check_idle_cpu(j, c0, where);
+                    tc = call(j, C, &L, 0, where, &rep);
+                } else {
+                    prep_inputs(j, B, &L, &P, k, b, rep_i);
+                    j->be->flush(j->dev);
+                    int64_t c0 = cpu_ns(C);
+                    tb = call(j, B, &L, KF_RP_F_RESET_DEVICE, where, &rep);
+                    check_idle_cpu(j, c0, where);
+                }
+                if (is_c && check) {
+                    void **cand = get_outputs(j, C, &L);
+                    int64_t c1 = cpu_ns(C);
+                    prep_inputs(j, R, &L, &P, k, b, rep_i);
+                    call(j, R, &L, KF_RP_F_RESET_DEVICE, where, &rep);
+                    void **ref = get_outputs(j, R, &L);
+                    late_check(j, &L, cand, where);
+                    check_idle_cpu(j, c1, where);
+                    /* the reference never writes its inputs: they are the expected inputs */
+                    void *exp_in[KF_MAX_TENSORS] = {0};
+                    for (int i = 0; i < t->n_inputs; i++) {
+                        exp_in[i] = malloc(L.in_bytes[i] ? L.in_bytes[i] : 1);
+                        if (!exp_in[i] || j->be->get(j->dev, &R->arena, L.in_off[i], exp_in[i], L.in_bytes[i]))
+                            io_fail(j, "read inputs");
+                    }
+                    check_inputs(j, &L, exp_in, where);
+                    for (int i = 0; i < t->n_inputs; i++) free(exp_in[i]);
+                    json_t *rec = json_object();
+                    judge_outputs(j, &L, cand, ref, where, rec);
+                    json_decref(rec);
+                    free_list(cand);
+                    free_list(ref);
+                    checked++;
+                }
+            }
+            sb[n] = tb - j->overhead_us;
+            sc[n] = tc - j->overhead_us;
+            n++;
+            if (last) break;
+        }
+        j->be->arena_free(j->dev, &P);
+        double raw_c_min = 1e300;
+        for (int i = 0; i < n; i++) raw_c_min = fmin(raw_c_min, sc[i] + j->overhead_us);
+        stats bs = stats_of(sb, n), cs = stats_of(sc, n);
+        free(sb);
+        free(sc);
+        if (floor_us > 0 && raw_c_min < floor_us * 0.5)
+            finish(j, KF_REJECTED_CHEAT, "candidate", "timed at %.3f µs on benchmark shape %s, below the physical "
+                   "floor of %.3f µs (task bytes and FLOPs at the device's peak): the measurement was forged",
+                   raw_c_min, sh, floor_us);
+        int shape_floor = 0;
+        if (cs.median < floor_us) {
+            cs.median = floor_us;
+            shape_floor = at_floor = 1;
+        }
+        if (cs.median <= 0) cs.median = 0.01;
+        if (bs.median <= 0) bs.median = 0.01;
+        double sp = bs.median / cs.median;
+        json_t *so = json_object();
+        json_object_set_new(so, "sizes", shape_json(t, sizes));
+        json_object_set_new(so, "weight", json_real(t->benchmark[b].weight));
+        json_object_set_new(so, "calls", json_integer(n));
+        json_object_set_new(so, "checked_calls", json_integer(checked));
+        json_object_set_new(so, "baseline", stats_json(&bs, j->overhead_us));
+        json_object_set_new(so, "candidate", stats_json(&cs, j->overhead_us));
+        json_object_set_new(so, "speedup", json_real(sp));
+        json_object_set_new(so, "floor_us", json_real(floor_us));
+        if (shape_floor) json_object_set_new(so, "at_floor", json_true());
+        if (fl > 0) {
+            json_object_set_new(so, "flops", json_real(fl));
+            json_object_set_new(so, "gflops", json_real(fl / cs.median * 1e-3));
+            json_object_set_new(so, "baseline_gflops", json_real(fl / bs.median * 1e-3));
+        }
+        if (by > 0) {
+            json_object_set_new(so, "bytes", json_real(by));
+            json_object_set_new(so, "gbs", json_real(by / cs.median * 1e-3));
+            json_object_set_new(so, "baseline_gbs", json_real(by / bs.median * 1e-3));
+        }
+        int shape_noisy = bs.cv > 0.10 || cs.cv > 0.10;
+        json_object_set_new(so, "noisy", json_boolean(shape_noisy));
+        noisy |= shape_noisy;
+        json_array_append_new(shapes, so);
+        double w = t->benchmark[b].weight;
+        wsum += w;
+        lsp += w * log(sp);
+        lc += w * log(cs.median);
+        lb += w * log(bs.median);
+    }
+    if (noisy) json_array_append_new(flags, json_string("noisy"));
+    if (truncated) json_array_append_new(flags, json_string("timing_truncated"));
+    if (at_floor) json_array_append_new(flags, json_string("at_roofline_floor"));
+    if (wsum > 0) {
+        json_object_set_new(tj, "speedup", json_real(exp(lsp / wsum)));
+        json_object_set_new(tj, "candidate_us", json_real(exp(lc / wsum)));
+        json_object_set_new(tj, "baseline_us", json_real(exp(lb / wsum)));
+    }
+}
+
+/* ---------------- entry ---------------- */
+
+static json_t *facts_json(const runner *r)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "landlock_abi", json_integer(r->facts.landlock_abi));
+    json_object_set_new(o, "landlock_fs", json_boolean(r->facts.landlock_fs));
+    json_object_set_new(o, "landlock_scoped", json_boolean(r->facts.landlock_scoped));
+    json_object_set_new(o, "seccomp", json_boolean(r->facts.seccomp));
+    json_object_set_new(o, "no_new_privs", json_boolean(r->facts.no_new_privs));
+    json_object_set_new(o, "uid", json_integer(r->facts.uid));
+    json_object_set_new(o, "uid_dropped", json_boolean(r->facts.uid_dropped));
+    json_object_set_new(o, "rlimits", json_boolean(r->facts.rlimits));
+    json_object_set_new(o, "process_creation", json_string(r->facts.seccomp ? "denied" : "allowed"));
+    json_object_set_new(o, "sockets", json_string(r->facts.seccomp ? "denied" : "allowed"));
+    json_object_set_new(o, "writable_paths", json_string(r->facts.landlock_fs ? "none (device nodes only)" : "unconfined"));
+    return o;
+}
+
+int kf_judge_child(void *arg, int report_fd)
+{
+    const kf_judge_cfg *cfg = arg;
+    judge J;
+    memset(&J, 0, sizeof(J));
+    judge *j = &J;
+    j->cfg = cfg;
+    j->t = cfg->task;
+    j->be = cfg->backend;
+    j->fd = report_fd;
+    j->t_start = kf_util_now_s();
+    j->deadline = j->t_start + (cfg->budget_s > 0 ? cfg->budget_s : 60);
+    j->metrics = json_object();
+    j->validation = json_array();
+    json_object_set_new(j->metrics, "validation", j->validation);
+    json_object_set_new(j->metrics, "backend", json_string(j->be->name));
+    kf_inputs_rng_seed(&j->seqrng, kf_inputs_derive_seed(cfg->secret, 7001, (uint64_t)getpid(), 0) ^
+                                       (uint64_t)(kf_util_now_s() * 1e9));
+    kf_inputs_rng_seed(&j->chkrng, kf_inputs_derive_seed(cfg->secret, 7002, 0, 0));
+    prctl(PR_SET_DUMPABLE, 0);
+    signal(SIGPIPE, SIG_IGN);
+
+    char err[512];
+    progress(j, "open device");
+    if (j->be->open(&j->dev, cfg->gpu, cfg->llc_bytes, err, sizeof(err)) != 0)
+        finish(j, KF_INFRA_ERROR, "worker", "judge: %s", err);
+    json_t *dj = j->be->describe(j->dev);
+    if (dj) json_object_set_new(j->metrics, "device", dj);
+
+    /* one arena size for every runner: the largest shape */
+    j->arena_bytes = 4096;
+    for (int pass = 0; pass < 2; pass++) {
+        int n = pass ? j->t->n_benchmark : j->t->n_validation;
+        const kf_shape *sh = pass ? j->t->benchmark : j->t->validation;
+        for (int s = 0; s < n; s++) {
+            layout L;
+            if (make_layout(j, sh[s].sizes, &L, err, sizeof(err))) finish(j, KF_INFRA_ERROR, "task", "%s", err);
+            if (L.total > j->arena_bytes) j->arena_bytes = L.total;
+        }
+    }
+
+    static const int order[3] = {R_REF, R_BASE, R_CAND};
+    for (int oi = 0; oi < 3; oi++) {
+        int role = order[oi];
+        progress(j, "load %s", role_name[role]);
+        if (runner_spawn(j, role, err, sizeof(err)) != 0)
+            finish(j, KF_INFRA_ERROR, "worker", "judge: %s", err);
+        runner *r = &j->r[role];
+        kf_rp_reply rep;
+        char where[64];
+        snprintf(where, sizeof(where), "while loading the %s", role_name[role]);
+        int w = runner_wait(j, r, 0, KF_RP_LOADED, &rep);
+        if (w == WT_OK && rep.status != KF_RP_ST_OK) {
+            if (role == R_CAND) {
+                if (rep.status == KF_RP_ST_LOAD_FAILED)
+                    finish(j, KF_LOAD_ERROR, "candidate", "candidate: %s", rep.msg);
+                finish(j, KF_INFRA_ERROR, "worker", "candidate runner setup: %s", rep.msg);
+            }
+            finish(j, KF_INFRA_ERROR, rep.status == KF_RP_ST_LOAD_FAILED ? "task" : "worker", "%s runner: %s",
+                   role_name[role], rep.msg);
+        }
+        if (w != WT_OK) {
+            if (role != R_CAND) fail_wait(j, r, w, where);
+            char d[256];
+            int sig;
+            if (w == WT_TIMEOUT) finish(j, KF_TIMEOUT, "candidate", "loading the candidate exceeded the %.0f s limit "
+                                       "(a shared-object constructor hangs)", cfg->budget_s);
+            if (w == WT_PROTO) finish(j, KF_REJECTED_CHEAT, "candidate", "the candidate wrote on the runner's reply "
+                                     "channel while being loaded (forged answer)");
+            death_text(r, d, sizeof(d), &sig);
+            finish(j, KF_LOAD_ERROR, "candidate", "the candidate %s while being loaded (shared-object constructor)", d);
+        }
+        kf_confine_facts seen;
+        if (kf_confine_observe(r->pid, &seen) == 0) {
+            /* the kernel's view wins over the pre-exec child's */
+            r->facts.seccomp = r->facts.seccomp && seen.seccomp;
+            r->facts.no_new_privs = seen.no_new_privs;
+            r->facts.uid = seen.uid;
+        }
+    }
+    runner *C = &j->r[R_CAND];
+    json_t *conf = facts_json(C);
+    json_object_set_new(j->metrics, "confinement", conf);
+    json_t *missing = json_array();
+    if (!C->facts.seccomp) json_array_append_new(missing, json_string("seccomp"));
+    if (!C->facts.landlock_fs) json_array_append_new(missing, json_string("landlock"));
+    if (!C->facts.no_new_privs) json_array_append_new(missing, json_string("no_new_privs"));
+    json_object_set_new(conf, "missing", missing);
+    if (json_array_size(missing) && !cfg->allow_unconfined)
+        finish(j, KF_INFRA_ERROR, "worker", "this worker cannot confine candidates (missing: %s%s%s); refusing to "
+               "run hostile code (KFARM_ALLOW_UNCONFINED=1 overrides)", C->facts.seccomp ? "" : "seccomp ",
+               C->facts.landlock_fs ? "" : "landlock ", C->facts.no_new_privs ? "" : "no_new_privs");
+
+    double tv = kf_util_now_s();
+    validate(j);
+    json_object_set_new(j->metrics, "validation_s", json_real(kf_util_now_s() - tv));
+    if (!cfg->validate_only) {
+        double t0 = kf_util_now_s();
+        timing(j);
+        json_object_set_new(j->metrics, "timing_s", json_real(kf_util_now_s() - t0));
+    }
+    /* nothing may be left on the candidate's reply channel */
+    char extra;
+    fcntl(C->rep_r, F_SETFL, O_NONBLOCK);
+    if (read(C->rep_r, &extra, 1) == 1)
+        finish(j, KF_REJECTED_CHEAT, "candidate", "the candidate wrote extra data on the runner's reply channel");
+    progress(j, "report");
+    finish(j, KF_OK, "none", "validated on %d shapes x %d trials%s", j->t->n_validation, j->t->trials,
+           cfg->validate_only ? " (not timed)" : "");
+}
+
+void kf_judge_new_nonce(char nonce[33])
+{
+    unsigned char b[16];
+    if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
+        uint64_t x = (uint64_t)(kf_util_now_s() * 1e9) ^ ((uint64_t)getpid() << 32);
+        for (int i = 0; i < 16; i++) {
+            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+            b[i] = (unsigned char)(x >> 56);
+        }
+    }
+    for (int i = 0; i < 16; i++) snprintf(nonce + 2 * i, 3, "%02x", b[i]);
+}
+
+char *kf_judge_parse_report(const char *report, const char *nonce, char *phase, size_t phase_cap)
+{
+    char *result = NULL;
+    if (phase_cap) phase[0] = 0;
+    size_t nl_len = strlen(nonce);
+    for (const char *line = report; line && *line;) {
+        const char *nl = strchr(line, '\n');
+        if (!nl) break; /* an incomplete last line is not a record */
+        size_t l = (size_t)(nl - line);
+        if (l >= 2 && line[0] == 'P' && line[1] == ' ') {
+            size_t pl = l - 2 < phase_cap - 1 ? l - 2 : phase_cap - 1;
+            memcpy(phase, line + 2, pl);
+            phase[pl] = 0;
+        } else if (l > 3 + nl_len && line[0] == 'R' && line[1] == ' ' && !strncmp(line + 2, nonce, nl_len) &&
+                   line[2 + nl_len] == ' ' && !result) {
+            result = strndup(line + 3 + nl_len, l - 3 - nl_len);
+        }
+        line = nl + 1;
+    }
+    return result;
+}

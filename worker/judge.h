@@ -1,0 +1,109 @@
+/*
+ * judge.h -- the trusted side of an evaluation (prefix kf_judge_).
+ *
+ * The judge generates inputs from a secret, owns the clock, compares
+ * outputs and decides the verdict; it never loads a candidate. Reference,
+ * baseline and candidate each run in a runner process of their own
+ * (worker/runner.c, protocol worker/rproto.h), exec'ed fresh and confined
+ * (worker/confine.h). The only memory a runner shares with the judge is
+ * its arena (cpu: a memfd; cuda: a cuMemCreate allocation exported as a
+ * file descriptor), holding that runner's own inputs, outputs and workspace.
+ *
+ * One pipeline serves both backends; a backend (kf_judge_backend) supplies
+ * only what the hardware changes: arenas, copies, cache flush, the fence
+ * after a call, device peaks. The steps, the check schedule, the verdict
+ * precedence, the blame rule and the report are in judge.c (header comment)
+ * and docs/metrics.md.
+ *
+ * The judge runs in a child of the worker (kf_judge_child is a
+ * kf_sandbox_fn) and reports one "R <nonce> <json>" line, as before.
+ */
+#ifndef KF_JUDGE_H
+#define KF_JUDGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+#include "kf_task.h"
+
+typedef struct kf_judge_dev kf_judge_dev; /* a backend's device state */
+
+/* Memory shared with one runner, or private to the judge. */
+typedef struct {
+    int fd;              /* descriptor handed to the runner (-1 when private) */
+    uint64_t bytes;      /* size, a multiple of the backend's granularity */
+    void *host;          /* cpu: the judge's mapping */
+    uint64_t dptr;       /* cuda: the judge's device address */
+    uint64_t handle;     /* cuda: CUmemGenericAllocationHandle */
+} kf_jarena;
+
+typedef struct {
+    const char *name;          /* "cpu", "cuda" */
+    const char *runner_name;   /* binary beside the worker: "kfarm-runner", "kfarm-runner-cuda" */
+    /* Open the device (cuda: the judge's own context on GPU gpu). 0 or -1 + err. */
+    int (*open)(kf_judge_dev **d, int gpu, uint64_t llc_bytes, char *err, size_t cap);
+    void (*close)(kf_judge_dev *d);
+    /* New arena of at least bytes; shared = exportable to a runner (a->fd). */
+    int (*arena_new)(kf_judge_dev *d, uint64_t bytes, int shared, kf_jarena *a, char *err, size_t cap);
+    void (*arena_free)(kf_judge_dev *d, kf_jarena *a);
+    /* Copies between host memory and arenas, and between arenas. 0 or -1. */
+    int (*put)(kf_judge_dev *d, kf_jarena *a, uint64_t off, const void *src, uint64_t n);
+    int (*get)(kf_judge_dev *d, const kf_jarena *a, uint64_t off, void *dst, uint64_t n);
+    int (*copy)(kf_judge_dev *d, kf_jarena *dst, uint64_t doff, const kf_jarena *src, uint64_t soff, uint64_t n);
+    /* Fill n bytes (a multiple of 4) with a 32-bit pattern (the poison). */
+    int (*fill32)(kf_judge_dev *d, kf_jarena *a, uint64_t off, uint32_t pattern, uint64_t n);
+    /* Evict cached data before a timed call (cpu: last-level cache; cuda: L2). */
+    void (*flush)(kf_judge_dev *d);
+    /* After a runner's reply, before reading the clock: cuda runs a tiny op
+     * of the judge's own and waits for it (the GPU time-slices contexts, so
+     * it completes only after work another context still has queued). */
+    void (*fence)(kf_judge_dev *d);
+    /* Device peaks for the roofline floor: GB/s and GFLOP/s for dtype. */
+    void (*peaks)(kf_judge_dev *d, int dtype, double *gbs, double *gflops);
+    /* Device facts for the report (clocks, temperature, model). New ref. */
+    json_t *(*describe)(kf_judge_dev *d);
+    /* The device as the runner is told it (cuda: PCI bus id; cpu: "0"). */
+    const char *(*device_id)(kf_judge_dev *d);
+    /* Runner environment additions (NULL-terminated "K=V"), may be NULL. */
+    const char *const *runner_env;
+    /* Extra writable paths for the runner's Landlock rules (cuda:
+     * /proc/self/task -- cuInit names its threads), may be NULL. */
+    const char *const *runner_writes;
+    int runner_needs_as_unlimited; /* cuda: no RLIMIT_AS (the driver reserves huge ranges) */
+} kf_judge_backend;
+
+/* The backends. kf_judge_backend_cuda is NULL in builds without CUDA. */
+extern const kf_judge_backend kf_judge_backend_cpu;
+const kf_judge_backend *kf_judge_backend_cuda(void);
+
+typedef struct {
+    const kf_task *task;
+    const kf_judge_backend *backend;
+    const char *so[3];          /* reference, baseline, candidate shared objects (each in its own folder) */
+    const char *runner_path;    /* absolute path of the runner binary */
+    uint64_t secret;            /* inputs and the check schedule derive from it; the runners never see it */
+    int gpu;                    /* cuda device index */
+    int quick;                  /* shorter timing (tests) */
+    int validate_only;          /* skip timing (a statically rejected candidate) */
+    int allow_unconfined;       /* run even when a confinement mechanism is absent (operator's choice) */
+    double budget_s;            /* wall seconds the judge may use */
+    uint64_t llc_bytes;         /* cpu: last-level cache size (flush); 0 = 64 MiB */
+    char nonce[33];             /* report-line nonce */
+} kf_judge_cfg;
+
+/* kf_sandbox_fn: run the evaluation described by arg (a kf_judge_cfg) and
+ * write "P <phase>" lines and one "R <nonce> <json>" line to report_fd, where
+ * json = {"verdict", "detail", "blame", "metrics"}. Returns the exit status. */
+int kf_judge_child(void *arg, int report_fd);
+
+
+
+/* Worker side: fill nonce (33 bytes) with 32 random hex digits (getrandom). */
+void kf_judge_new_nonce(char nonce[33]);
+
+/* Worker side: parse the judge's report. *phase receives the last progress
+ * text ("" if none); returns the result JSON (malloc'ed, without the
+ * "R <nonce> " prefix) when a complete result line with the right nonce is
+ * present, else NULL. */
+char *kf_judge_parse_report(const char *report, const char *nonce, char *phase, size_t phase_cap);
+#endif
