@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -305,8 +306,29 @@ static const char *const k_runner_self_only[] = {
 
 static int build_filter(sc_build *b, kf_confine_profile profile)
 {
-    for (int i = 0; k_common_denied[i]; i++)
-        if (sc_deny(b, k_common_denied[i], EPERM) < 0) return -1;
+    int cuda = profile == KF_CONFINE_RUNNER_CUDA;
+    if (cuda) profile = KF_CONFINE_RUNNER;
+    for (int i = 0; k_common_denied[i]; i++) {
+        const char *n = k_common_denied[i];
+        /* the CUDA driver's initialization (seen on driver 580; cuInit
+         * fails with "OS call failed" otherwise) creates AF_UNIX seqpacket
+         * sockets: it probes for an MPS server (connect: answered ENOENT)
+         * and serves its UVM descriptor on an abstract socket
+         * "cuda-uvmfd-<pidns>-<pid>" (bind, listen, accept). So AF_UNIX
+         * sockets may be created and served, never connected out: no path
+         * socket can be reached (PostgreSQL's, the worker's), and Landlock's
+         * abstract-socket scoping keeps other processes' abstract sockets
+         * out of reach too. */
+        if (cuda && (!strcmp(n, "socket") || !strcmp(n, "bind") || !strcmp(n, "listen") ||
+                     !strcmp(n, "accept") || !strcmp(n, "accept4")))
+            continue;
+        int e = cuda && !strcmp(n, "connect") ? ENOENT : EPERM;
+        if (sc_deny(b, n, e) < 0) return -1;
+    }
+    if (cuda) {
+        const uint64_t unix_only[1][2] = {{AF_UNIX, AF_UNIX}};
+        if (sc_deny_except(b, "socket", 0, unix_only, 1) < 0) return -1;
+    }
     /* clone3 passes its flags in memory seccomp cannot read: ENOSYS makes
      * libc fall back to clone, whose flags it can */
     if (sc_deny(b, "clone3", ENOSYS) < 0) return -1;
@@ -504,7 +526,8 @@ int kf_confine_apply(const kf_confine_spec *spec, kf_confine_facts *facts, char 
     kf_confine_facts f;
     memset(&f, 0, sizeof(f));
     if (facts) *facts = f;
-    if (!spec || (spec->profile != KF_CONFINE_RUNNER && spec->profile != KF_CONFINE_COMPILER)) {
+    if (!spec || (spec->profile != KF_CONFINE_RUNNER && spec->profile != KF_CONFINE_RUNNER_CUDA &&
+                  spec->profile != KF_CONFINE_COMPILER)) {
         snprintf(err, cap, "confine: invalid spec");
         return -1;
     }

@@ -60,7 +60,9 @@
 
 typedef enum {
     KF_CONFINE_RUNNER = 1,   /* loads one candidate shared object; no processes, no sockets */
-    KF_CONFINE_COMPILER = 2  /* a compiler driver: may fork+exec its own tools; no sockets */
+    KF_CONFINE_COMPILER = 2, /* a compiler driver: may fork+exec its own tools; no sockets */
+    KF_CONFINE_RUNNER_CUDA = 3 /* KF_CONFINE_RUNNER, but AF_UNIX sockets may be created, bound and
+                                  served (the CUDA driver's init needs them); connect stays denied */
 } kf_confine_profile;
 
 #define KF_CONFINE_MAX_PATHS 48

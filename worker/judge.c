@@ -287,7 +287,7 @@ __attribute__((noreturn)) static void runner_child(judge *j, runner *r, int cmd_
 
     kf_confine_spec spec;
     memset(&spec, 0, sizeof(spec));
-    spec.profile = KF_CONFINE_RUNNER;
+    spec.profile = (kf_confine_profile)j->be->runner_profile;
     int nr = 0;
     char sodir[PATH_MAX];
     snprintf(sodir, sizeof(sodir), "%s", j->cfg->so[r->role]);
@@ -615,6 +615,7 @@ static double call(judge *j, runner *r, const layout *L, int flags, const char *
     kf_rp_cmd c;
     fill_cmd(j, L, &c, KF_RP_CALL);
     c.flags = flags;
+    if (j->be->sync(j->dev)) io_fail(j, "device sync");
     double t0 = kf_util_now_s();
     if (runner_send(j, r, &c) != 0) fail_wait(j, r, WT_DIED, where);
     int w = runner_wait(j, r, c.seq, KF_RP_DONE, rep);
@@ -916,6 +917,9 @@ static double noop_rtt(judge *j, runner *r)
     kf_rp_cmd c;
     memset(&c, 0, sizeof(c));
     c.op = KF_RP_NOOP;
+    /* the same state as a timed call: the judge's flush just ran */
+    j->be->flush(j->dev);
+    if (j->be->sync(j->dev)) io_fail(j, "device sync");
     double t0 = kf_util_now_s();
     if (runner_send(j, r, &c)) fail_wait(j, r, WT_DIED, "(overhead probe)");
     kf_rp_reply rep;

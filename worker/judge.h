@@ -46,12 +46,17 @@ typedef struct {
     /* New arena of at least bytes; shared = exportable to a runner (a->fd). */
     int (*arena_new)(kf_judge_dev *d, uint64_t bytes, int shared, kf_jarena *a, char *err, size_t cap);
     void (*arena_free)(kf_judge_dev *d, kf_jarena *a);
-    /* Copies between host memory and arenas, and between arenas. 0 or -1. */
+    /* Copies between host memory and arenas, and between arenas. 0 or -1.
+     * put, copy and fill32 may complete asynchronously (see sync); get
+     * returns with the data. */
     int (*put)(kf_judge_dev *d, kf_jarena *a, uint64_t off, const void *src, uint64_t n);
     int (*get)(kf_judge_dev *d, const kf_jarena *a, uint64_t off, void *dst, uint64_t n);
     int (*copy)(kf_judge_dev *d, kf_jarena *dst, uint64_t doff, const kf_jarena *src, uint64_t soff, uint64_t n);
     /* Fill n bytes (a multiple of 4) with a 32-bit pattern (the poison). */
     int (*fill32)(kf_judge_dev *d, kf_jarena *a, uint64_t off, uint32_t pattern, uint64_t n);
+    /* Wait until every put/copy/fill32 queued so far is done (before a
+     * runner is rung). 0 or -1. */
+    int (*sync)(kf_judge_dev *d);
     /* Evict cached data before a timed call (cpu: last-level cache; cuda: L2). */
     void (*flush)(kf_judge_dev *d);
     /* After a runner's reply, before reading the clock: cuda runs a tiny op
@@ -70,6 +75,7 @@ typedef struct {
      * /proc/self/task -- cuInit names its threads), may be NULL. */
     const char *const *runner_writes;
     int runner_needs_as_unlimited; /* cuda: no RLIMIT_AS (the driver reserves huge ranges) */
+    int runner_profile;            /* kf_confine_profile of its runners */
 } kf_judge_backend;
 
 /* The backends. kf_judge_backend_cuda is NULL in builds without CUDA. */

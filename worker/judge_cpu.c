@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include "judge.h"
+#include "confine.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -137,6 +138,8 @@ static int cpu_fill32(kf_judge_dev *d, kf_jarena *a, uint64_t off, uint32_t pat,
     return 0;
 }
 
+static int cpu_sync(kf_judge_dev *d) { return 0; }
+
 static void cpu_flush(kf_judge_dev *d)
 {
     memset(d->flush, ++d->salt & 0xff, d->flush_len);
@@ -173,6 +176,7 @@ const kf_judge_backend kf_judge_backend_cpu = {
     .get = cpu_get,
     .copy = cpu_copy,
     .fill32 = cpu_fill32,
+    .sync = cpu_sync,
     .flush = cpu_flush,
     .fence = cpu_fence,
     .peaks = cpu_peaks,
@@ -180,6 +184,7 @@ const kf_judge_backend kf_judge_backend_cpu = {
     .device_id = cpu_device_id,
     .runner_env = NULL,
     .runner_needs_as_unlimited = 0,
+    .runner_profile = KF_CONFINE_RUNNER,
 };
 
 #ifndef KFARM_HAVE_CUDA

@@ -1,19 +1,62 @@
 #!/usr/bin/env bash
 # run_cases.sh -- the field cases (shared/cases/README.md) as hostile cpu candidates.
 #
-# Each tests/cases/NAME/ holds candidate.c and case.json:
-#   {"task": "<dir relative to the repo root>", "verdict": "<expected>",
-#    "detail_contains": "<optional substring of the detail>",
-#    "timeout": <optional seconds>, "env": {<optional extra environment>},
-#    "defines": {<optional tunables, passed as --define NAME=VALUE>}}
-# Every case runs `kfarm-worker eval --quick --json` and must produce a
-# verdict (exit 0: the worker survived the candidate) equal to the expected
-# one, with the detail substring. Then B2: a build that fails because the
-# compiler is missing is infra_error and is not cached; after the "fix" the
-# same source is rebuilt (cache miss), and only then cached.
+# Each tests/cases/NAME/ holds candidate.c and case.json. case.json fields:
+#
+#   "task"            task directory, relative to the repo root (required).
+#   "verdict"         the expected verdict: a name ("ok"), a list of acceptable
+#                     names (["incorrect", "rejected_cheat"]), or "any" (only
+#                     the other checks matter: survival, secrets, leftovers).
+#   "detail_contains" optional substring the detail must hold (for every
+#                     acceptable verdict; leave it out when they differ).
+#   "speedup_max"     optional: when the verdict is ok, the reported speedup
+#                     must be <= this (an attack that can at worst run at its
+#                     true cost passes only at that cost).
+#   "speedup_min"     optional: when the verdict is ok, speedup >= this.
+#   "seeds"           optional list of --seed values (default [7]); the case is
+#                     run once per seed and every run must meet the
+#                     expectation.
+#   "timeout"         optional seconds, passed as --timeout. The whole
+#                     kfarm-worker run is also bounded from outside: 300 s, or
+#                     3 * timeout + 60 s when a timeout is given (a worker
+#                     that a candidate stopped or hung is killed and fails).
+#   "env"             optional {NAME: value} added to kfarm-worker's env.
+#   "defines"         optional {NAME: value} tunables, --define NAME=VALUE.
+#   "secrets"         optional, true: before the run a random fleet key is
+#                     written to /tmp/kfarm-case-secrets/fleet.key (folder
+#                     0700, file 0600; candidates know this fixed path) and
+#                     kfarm-worker gets KFARM_FLEET_KEY_FILE=<that path> and
+#                     OPENAI_API_KEY=<random> in its environment. After the
+#                     run neither secret -- the random part, raw or
+#                     hex-encoded -- may appear anywhere in the --json output
+#                     (verdict, detail, metrics, child output, compile log)
+#                     or on stderr. The key file is removed after the case.
+#   "forbid_output"   optional list of strings that must not appear in the
+#                     --json output or on stderr (a candidate prints a marker
+#                     when an attack step worked, e.g. "I5-FOUND").
+#   "verdict_if_cpu_lacks"
+#                     optional {cpu flag: verdict (name or list)}: when
+#                     /proc/cpuinfo lacks the flag ("avx512f"), that verdict
+#                     is expected instead of "verdict" (I15).
+#   "task_dir_valid"  optional, false: the *task* is broken (I11). Expected
+#                     contract: `kfarm-worker eval` refuses the task before
+#                     judging any candidate -- exit status 2, nothing on
+#                     stdout (no verdict), exactly one line on stderr that
+#                     contains "detail_contains" (the reason).
+#
+# Every other case runs `kfarm-worker eval TASK candidate.c --quick --json
+# --seed S` and must exit 0 (the worker survived the candidate) with an
+# acceptable verdict, the detail substring, and the speedup bounds. After
+# every run no process named "kfcase-daemon" that started during the run may
+# be left (I10's candidate names its daemon so; survivors fail the case and
+# are then killed by pid).
+# Then B2: a build that fails because the compiler is missing is
+# infra_error and is not cached; after the "fix" the same source is rebuilt
+# (cache miss), and only then cached.
 #
 # Env: KFARM_BIN (build dir holding kfarm-worker), KFARM_SRC (repo root).
-# Optional: CASES="good hang" to run a subset.
+# Optional: CASES="good hang" to run a subset (case folder names; "b2" and
+# "usage" name the fixed checks at the end).
 set -u
 SRC=${KFARM_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 BIN=${KFARM_BIN:-$SRC/build}
@@ -22,7 +65,9 @@ WORKER=$BIN/kfarm-worker
 command -v python3 >/dev/null || { echo "run_cases: python3 needed"; exit 2; }
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/kfarm-cases.XXXXXX")
-trap 'rm -rf "$TMP"' EXIT
+SECRETS_DIR=/tmp/kfarm-case-secrets
+made_secrets=0
+trap 'rm -rf "$TMP"; [ "$made_secrets" = 1 ] && rm -rf "$SECRETS_DIR"' EXIT
 pass=0
 fail=0
 failed=()
@@ -41,7 +86,7 @@ print(json.dumps(d) if isinstance(d, dict) else d)
 EOF
 }
 
-# check NAME OUT_JSON RC WANT_VERDICT WANT_DETAIL SECONDS
+# check NAME OUT_JSON RC WANT_VERDICT WANT_DETAIL SECONDS (the fixed checks below)
 check() {
     local name=$1 out=$2 rc=$3 want=$4 sub=$5 secs=$6 got detail
     if [ "$rc" -ne 0 ]; then
@@ -65,29 +110,219 @@ check() {
     pass=$((pass + 1))
 }
 
+# The case logic: `spec CASE_JSON` prints shell assignments for the runner;
+# `judge CASE_JSON OUT ERR RC LABEL SECS [SECRETS_FILE]` prints one ok/FAIL
+# line and exits 0 on pass.
+cat >"$TMP/cases.py" <<'EOF'
+import json, re, shlex, sys
+
+VERDICTS = ["ok", "incorrect", "compile_error", "load_error", "runtime_error", "timeout",
+            "rejected_cheat", "infra_error", "unsupported"]
+
+def load(path):
+    c = json.load(open(path))
+    if not isinstance(c, dict) or not isinstance(c.get("task"), str):
+        raise SystemExit("%s: needs a \"task\"" % path)
+    return c
+
+def cpu_flags():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+def expected(c):
+    want = c.get("verdict", "ok")
+    lacks = c.get("verdict_if_cpu_lacks") or {}
+    if lacks:
+        flags = cpu_flags()
+        for flag, v in sorted(lacks.items()):
+            if flag not in flags:
+                want = v
+                break
+    if want == "any":
+        return list(VERDICTS)
+    return [want] if isinstance(want, str) else list(want)
+
+def spec(path):
+    c = load(path)
+    to = c.get("timeout")
+    seeds = c.get("seeds") or [7]
+    out = {
+        "task": c["task"],
+        "to": "" if to is None else str(to),
+        "outer": str(int(min(300, 3 * float(to) + 60)) if to is not None else 300),
+        "seeds": " ".join(str(int(s)) for s in seeds),
+        "secrets": "1" if c.get("secrets") else "",
+        "task_invalid": "1" if c.get("task_dir_valid") is False else "",
+    }
+    for k, v in out.items():
+        print("%s=%s" % (k, shlex.quote(v)))
+    envs = ["%s=%s" % (k, v) for k, v in (c.get("env") or {}).items()]
+    defs = ["%s=%s" % (k, v) for k, v in (c.get("defines") or {}).items()]
+    print("envs=(%s)" % " ".join(shlex.quote(e) for e in envs))
+    print("defs=(%s)" % " ".join(shlex.quote(d) for d in defs))
+
+def judge(path, out, err, rc, label, secs, secrets_file=None):
+    c = load(path)
+    rc = int(rc)
+    stdout = open(out, errors="replace").read()
+    stderr = open(err, errors="replace").read()
+    problems, summary = [], ""
+    if c.get("task_dir_valid") is False:
+        sub = c.get("detail_contains", "")
+        lines = [l for l in stderr.splitlines()]
+        if rc != 2:
+            problems.append("exit status %d, expected 2 (the task must be refused)" % rc)
+        if stdout.strip():
+            problems.append("printed a verdict for a broken task: %s" % stdout.strip()[:160].replace("\n", " "))
+        if len(lines) != 1:
+            problems.append("%d lines on stderr, expected exactly one" % len(lines))
+        if sub and sub not in stderr:
+            problems.append("stderr lacks \"%s\"" % sub)
+        summary = "exit %d, stderr: %s" % (rc, stderr.strip()[:160])
+    else:
+        want = expected(c)
+        if rc != 0:
+            problems.append("kfarm-worker exited %d (it must survive every candidate): %s"
+                            % (rc, " | ".join(stderr.strip().splitlines()[-3:])[:300]))
+        else:
+            try:
+                d = json.loads(stdout)
+            except ValueError as e:
+                d = None
+                problems.append("stdout is not one JSON object (%s)" % e)
+            if d is not None:
+                got, detail = d.get("verdict"), d.get("detail") or ""
+                sp = d.get("speedup") or 0
+                summary = "%s%s -- %s" % (got, " %.2fx" % sp if got == "ok" and sp else "", detail)
+                if got not in want:
+                    problems.append("verdict %s, expected %s" % (got, " or ".join(want)))
+                sub = c.get("detail_contains")
+                if sub and sub not in detail:
+                    problems.append("detail lacks \"%s\"" % sub)
+                if got == "ok" and "speedup_max" in c and sp > float(c["speedup_max"]):
+                    problems.append("speedup %.2f > speedup_max %s (an attack's speedup)" % (sp, c["speedup_max"]))
+                if got == "ok" and "speedup_min" in c and sp < float(c["speedup_min"]):
+                    problems.append("speedup %.2f < speedup_min %s" % (sp, c["speedup_min"]))
+                if problems:
+                    problems.append("detail: %s%s" % (detail[:300], " [speedup %.2fx]" % sp if sp else ""))
+    both = stdout + "\n" + stderr
+    for s in c.get("forbid_output") or []:
+        if s in both:
+            problems.append("output holds the forbidden marker \"%s\"" % s)
+    if secrets_file:
+        low = both.lower()
+        for line in open(secrets_file).read().splitlines():
+            what, sec = line.split(" ", 1)
+            for form, how in ((sec, "raw"), (sec.encode().hex(), "hex-encoded")):
+                if form.lower() in low:
+                    problems.append("SECRET LEAKED: the %s (%s) appears in the output" % (what, how))
+    if problems:
+        print("FAIL %s: %s (%ss)" % (label, problems[0], secs))
+        for p in problems[1:]:
+            print("    " + p)
+        if summary and not any(p.startswith("detail:") for p in problems):
+            print("    got: " + summary[:300])
+        return 1
+    print(("ok   %s: %s (%ss)" % (label, summary, secs))[:220])
+    return 0
+
+if __name__ == "__main__":
+    if sys.argv[1] == "spec":
+        spec(sys.argv[2])
+    else:
+        sys.exit(judge(*sys.argv[2:]))
+EOF
+
+# Processes a candidate left behind (I10): they must all be gone once
+# kfarm-worker has returned. `leftovers T0` prints the pids (after a short
+# grace) of live processes named kfcase-daemon that started at or after T0
+# (clock ticks since boot, as in /proc/PID/stat), i.e. during this case --
+# never another run's on a shared machine. Zombies do not count: they are
+# dead, only not reaped (in a container whose init never reaps, they stay).
+TICKS=$(getconf CLK_TCK 2>/dev/null || echo 100)
+now_ticks() { awk -v t="$TICKS" '{printf "%d\n", $1 * t}' /proc/uptime; }
+live_daemons() {
+    local t0=$1 pid st
+    for pid in $(pgrep -x kfcase-daemon 2>/dev/null); do
+        st=$(awk -v t0="$t0" '$3 != "Z" && $3 != "X" && $22 + 1 >= t0 {print "live"}' "/proc/$pid/stat" 2>/dev/null)
+        [ "$st" = live ] && printf '%s ' "$pid"
+    done
+}
+leftovers() {
+    local pids
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
+        pids=$(live_daemons "$1")
+        [ -z "$pids" ] && return 0
+        sleep 0.2
+    done
+    echo "$pids"
+}
+
+# new_secrets FILE: a fresh fleet key at the fixed path, an LLM key, and the
+# random parts of both written to FILE for the leak check.
+new_secrets() {
+    local fleet llm
+    fleet=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
+    llm=$(od -An -tx1 -N20 /dev/urandom | tr -d ' \n')
+    rm -rf "$SECRETS_DIR"
+    made_secrets=1
+    (umask 077 && mkdir -p "$SECRETS_DIR" && printf 'kfcase-fleet-%s\n' "$fleet" >"$SECRETS_DIR/fleet.key")
+    chmod 0700 "$SECRETS_DIR"; chmod 0600 "$SECRETS_DIR/fleet.key"
+    printf 'fleet-key %s\nllm-key %s\n' "$fleet" "$llm" >"$1"
+    OPENAI_KEY_VALUE="sk-kfcase-$llm"
+}
+
 start_all=$(date +%s)
 for dir in "$SRC"/tests/cases/*/; do
     name=$(basename "$dir")
     [ -f "$dir/case.json" ] || continue
     if [ -n "${CASES:-}" ] && [[ " $CASES " != *" $name "* ]]; then continue; fi
-    task=$(field task "$dir/case.json")
-    want=$(field verdict "$dir/case.json")
-    sub=$(field detail_contains "$dir/case.json")
-    to=$(field timeout "$dir/case.json")
-    envs=$(python3 -c 'import json,sys; [print(f"{k}={v}") for k,v in json.load(open(sys.argv[1])).get("env",{}).items()]' "$dir/case.json")
-    defs=$(python3 -c 'import json,sys; [print(f"--define={k}={v}") for k,v in json.load(open(sys.argv[1])).get("defines",{}).items()]' "$dir/case.json")
-    # one compile cache for all cases: the task's reference and baseline build once
-    args=(eval "$SRC/$task" "$dir/candidate.c" --quick --json --seed 7 --work-dir "$TMP/work"
-          --cache-dir "$TMP/cases-cache")
-    for d in $defs; do args+=(--define "${d#--define=}"); done
-    [ -n "$to" ] && args+=(--timeout "$to")
-    out=$TMP/$name.json
-    t0=$(date +%s.%N)
-    # shellcheck disable=SC2086
-    env $envs timeout 300 "$WORKER" "${args[@]}" >"$out" 2>"$out.err"
-    rc=$?
-    secs=$(python3 -c "print(f'{$(date +%s.%N) - $t0:.1f}')")
-    check "$name" "$out" "$rc" "$want" "$sub" "$secs"
+    spec_txt=$(python3 "$TMP/cases.py" spec "$dir/case.json") || {
+        echo "FAIL $name: unreadable case.json"; fail=$((fail + 1)); failed+=("$name"); continue; }
+    # sets task, to, outer, seeds, secrets, task_invalid and the arrays envs, defs
+    task="" to="" outer=300 seeds=7 secrets="" envs=() defs=()
+    eval "$spec_txt"
+    secfile=""
+    senv=()
+    if [ -n "$secrets" ]; then
+        secfile=$TMP/$name.secrets
+        new_secrets "$secfile"
+        senv=("KFARM_FLEET_KEY_FILE=$SECRETS_DIR/fleet.key" "OPENAI_API_KEY=$OPENAI_KEY_VALUE")
+    fi
+    nseeds=$(wc -w <<<"$seeds")
+    for seed in $seeds; do
+        label=$name
+        [ "$nseeds" -gt 1 ] && label="${name}[seed $seed]"
+        # one compile cache for all cases: the task's reference and baseline build once
+        args=(eval "$SRC/$task" "$dir/candidate.c" --quick --json --seed "$seed" --work-dir "$TMP/work"
+              --cache-dir "$TMP/cases-cache")
+        for d in "${defs[@]}"; do args+=(--define "$d"); done
+        [ -n "$to" ] && args+=(--timeout "$to")
+        out=$TMP/$name.$seed.json
+        tick0=$(now_ticks)
+        t0=$(date +%s.%N)
+        env "${envs[@]}" "${senv[@]}" timeout -k 10 "$outer" "$WORKER" "${args[@]}" >"$out" 2>"$out.err"
+        rc=$?
+        secs=$(python3 -c "print(f'{$(date +%s.%N) - $t0:.1f}')")
+        if python3 "$TMP/cases.py" judge "$dir/case.json" "$out" "$out.err" "$rc" "$label" "$secs" $secfile; then
+            pass=$((pass + 1))
+        else
+            fail=$((fail + 1)); failed+=("$label")
+        fi
+        left=$(leftovers "$tick0")
+        if [ -n "$left" ]; then
+            echo "FAIL $label: procs_left: process(es) named kfcase-daemon outlived the evaluation (pids $left)"
+            fail=$((fail + 1)); failed+=("$label:procs_left")
+            # shellcheck disable=SC2086
+            kill -KILL $left 2>/dev/null
+        fi
+    done
+    [ -n "$secrets" ] && rm -rf "$SECRETS_DIR"
 done
 
 # ---- B2: worker-side build failures are infra_error and never cached ----

@@ -1,7 +1,9 @@
 /* test_cuda_compile.c -- nvcc builds without a GPU (skips cleanly when nvcc
  * is absent): every tasks/<name>_cuda reference, baseline and seed builds for
- * sm_75, sm_80, sm_86, sm_89 and sm_90; an sm_90a-only instruction is an arch
- * failure (B1) for sm_86 and plain sm_90 and builds for sm_90a; cache keys
+ * sm_75, sm_80, sm_86, sm_89 and sm_90; every tests/cases_cuda/NAME case
+ * builds, or fails to exactly as its case.json says (compile_error, unsupported);
+ * an sm_90a-only instruction is an arch failure (B1) for sm_86 and plain sm_90
+ * and builds for sm_90a; cache keys
  * differ by define, arch and source; a cache hit keeps the ptxas info; a
  * failed build is never cached (B2); a missing nvcc is an infra failure. */
 #include <dirent.h>
@@ -83,6 +85,107 @@ static int build_tasks(const char *tasks, const char *arch)
     return fails;
 }
 
+/* What a run of a case expects from the build: its verdict(s) -> OK, FAILED or ARCH;
+ * -1 when both FAILED and ARCH are accepted. */
+static int want_build(json_t *verdict)
+{
+    size_t n = json_is_array(verdict) ? json_array_size(verdict) : 1;
+    int nfail = 0, narch = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *v = json_string_value(json_is_array(verdict) ? json_array_get(verdict, i) : verdict);
+        if (v && !strcmp(v, "compile_error")) nfail++;
+        if (v && !strcmp(v, "unsupported")) narch++;
+    }
+    if (n == 0 || (size_t)(nfail + narch) != n) return KF_CUDA_BUILD_OK;
+    return nfail == 0 ? KF_CUDA_BUILD_ARCH : narch == 0 ? KF_CUDA_BUILD_FAILED : -1;
+}
+
+/* a case named by another ("then", "baseline_like", "candidate_like") must exist */
+static void check_ref(kf_test_state *st, const char *cdir, const char *name, json_t *cj, const char *key)
+{
+    const char *ref = json_string_value(json_object_get(cj, key));
+    if (!json_object_get(cj, key)) return;
+    char p[1600];
+    struct stat sb;
+    snprintf(p, sizeof(p), "%s/%s/case.json", cdir, ref ? ref : "");
+    CHECK(st, ref && *ref && stat(p, &sb) == 0, "case %s: \"%s\" names no case (%s)", name, key, ref ? ref : "?");
+}
+
+/* Builds every run of every case in cdir; returns the number of cases. */
+static int check_cases(kf_test_state *st, const char *cdir, const char *cache)
+{
+    DIR *cd = opendir(cdir);
+    struct dirent *ce;
+    int ncases = 0;
+    kf_cuda_build_res r;
+    while (cd && (ce = readdir(cd))) {
+        if (ce->d_name[0] == '.') continue;
+        char dir[1400], src[1500], cjp[1500], tj[1500];
+        struct stat sb;
+        snprintf(dir, sizeof(dir), "%s/%s", cdir, ce->d_name);
+        if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+            size_t l = strlen(ce->d_name);
+            CHECK(st, !(l > 3 && !strcmp(ce->d_name + l - 3, ".cu")),
+                  "%s: a flat .cu case; cases are folders NAME/{candidate.cu,case.json}", ce->d_name);
+            continue;
+        }
+        snprintf(tj, sizeof(tj), "%s/task.json", dir);
+        if (stat(tj, &sb) == 0) continue; /* the cases' task, not a case */
+        snprintf(src, sizeof(src), "%s/candidate.cu", dir);
+        snprintf(cjp, sizeof(cjp), "%s/case.json", dir);
+        json_error_t jerr;
+        json_t *cj = json_load_file(cjp, 0, &jerr);
+        CHECK(st, cj != NULL, "case %s: case.json: %s", ce->d_name, cj ? "" : jerr.text);
+        CHECK(st, stat(src, &sb) == 0, "case %s: no candidate.cu", ce->d_name);
+        if (!cj) continue;
+        ncases++;
+        const char *task = json_string_value(json_object_get(cj, "task"));
+        char tdir[1600];
+        snprintf(tdir, sizeof(tdir), "%s/../../%s/task.json", cdir, task ? task : "");
+        CHECK(st, task && stat(tdir, &sb) == 0, "case %s: \"task\" is not a task folder: %s", ce->d_name,
+              task ? task : "(none)");
+        check_ref(st, cdir, ce->d_name, cj, "then");
+        check_ref(st, cdir, ce->d_name, cj, "baseline_like");
+        check_ref(st, cdir, ce->d_name, cj, "candidate_like");
+        /* defines */
+        const char *dn[8], *dv[8];
+        char dbuf[8][32];
+        int nd = 0;
+        const char *k;
+        json_t *v;
+        json_object_foreach(json_object_get(cj, "defines"), k, v)
+        {
+            if (nd >= 8) break;
+            if (json_is_integer(v)) snprintf(dbuf[nd], sizeof(dbuf[nd]), "%lld", (long long)json_integer_value(v));
+            else snprintf(dbuf[nd], sizeof(dbuf[nd]), "%s", json_string_value(v) ? json_string_value(v) : "");
+            dn[nd] = k, dv[nd] = dbuf[nd], nd++;
+        }
+        /* runs: one, or one per entry of an "arch" list (each may override "verdict") */
+        json_t *arch = json_object_get(cj, "arch");
+        size_t nruns = json_is_array(arch) ? json_array_size(arch) : 1;
+        CHECK(st, nruns > 0, "case %s: empty \"arch\" list", ce->d_name);
+        for (size_t i = 0; i < nruns; i++) {
+            json_t *run = json_is_array(arch) ? json_array_get(arch, i) : NULL;
+            const char *a = json_string_value(run ? json_object_get(run, "arch") : arch);
+            if (!a) a = "sm_90";
+            json_t *verdict = run && json_object_get(run, "verdict") ? json_object_get(run, "verdict")
+                                                                      : json_object_get(cj, "verdict");
+            CHECK(st, json_is_string(verdict) || (json_is_array(verdict) && json_array_size(verdict) > 0),
+                  "case %s (%s): no \"verdict\"", ce->d_name, a);
+            int want = want_build(verdict);
+            build(src, a, cache, nd, dn, dv, &r);
+            int as_wanted = want < 0 ? (r.status == KF_CUDA_BUILD_FAILED || r.status == KF_CUDA_BUILD_ARCH)
+                                : (int)r.status == want;
+            CHECK(st, as_wanted, "case %s for %s: build status %d, want %d: %s", ce->d_name, a, r.status, want, r.detail);
+            if (as_wanted) printf("case %-24s %-7s build status %d as expected\n", ce->d_name, a, r.status);
+            kf_cuda_build_res_free(&r);
+        }
+        json_decref(cj);
+    }
+    if (cd) closedir(cd);
+    return ncases;
+}
+
 int main(void)
 {
     kf_test_state st = {0};
@@ -104,8 +207,13 @@ int main(void)
     int na = (int)(sizeof(archs) / sizeof(archs[0]));
     pid_t pids[8];
     for (int a = 0; a < na; a++) {
+        fflush(stdout);
         pids[a] = fork();
-        if (pids[a] == 0) _exit(build_tasks(tasks, archs[a]) ? 1 : 0);
+        if (pids[a] == 0) {
+            int f = build_tasks(tasks, archs[a]);
+            fflush(stdout); /* _exit does not flush: keep the child's summary line */
+            _exit(f ? 1 : 0);
+        }
     }
     for (int a = 0; a < na; a++) {
         int status = 0;
@@ -113,26 +221,15 @@ int main(void)
         CHECK(&st, WIFEXITED(status) && WEXITSTATUS(status) == 0, "task builds for %s failed (see above)", archs[a]);
     }
 
-    /* the CUDA hostile cases compile (they run on a GPU via tools/gpu-check);
-     * wrong_arch is an arch failure for plain sm_90 (B1) */
+    /* the CUDA hostile cases: tests/cases_cuda/NAME/{candidate.cu,case.json}, the same
+     * files tools/gpu-check runs on a GPU. Each run (the case's "arch", default sm_90, or
+     * each entry of an "arch" list) builds, except where every verdict it accepts is a
+     * build verdict: compile_error -> a failed build (never infra: I9), unsupported -> an
+     * arch failure (B1 wrong_arch on sm_86 and plain sm_90). */
     char cdir[1100];
     snprintf(cdir, sizeof(cdir), "%s/tests/cases_cuda", srcdir ? srcdir : ".");
-    DIR *cd = opendir(cdir);
-    struct dirent *ce;
-    int ncases = 0;
-    while (cd && (ce = readdir(cd))) {
-        size_t l = strlen(ce->d_name);
-        if (l < 4 || strcmp(ce->d_name + l - 3, ".cu") != 0) continue;
-        char src[1400];
-        snprintf(src, sizeof(src), "%s/%s", cdir, ce->d_name);
-        build(src, "sm_90", cache, 0, NULL, NULL, &r);
-        int want = !strcmp(ce->d_name, "wrong_arch.cu") ? KF_CUDA_BUILD_ARCH : KF_CUDA_BUILD_OK;
-        CHECK(&st, (int)r.status == want, "case %s: status %d, want %d: %s", ce->d_name, r.status, want, r.detail);
-        kf_cuda_build_res_free(&r);
-        ncases++;
-    }
-    if (cd) closedir(cd);
-    CHECK(&st, ncases >= 10, "found %d CUDA cases in %s", ncases, cdir);
+    int ncases = check_cases(&st, cdir, cache);
+    CHECK(&st, ncases >= 20, "found %d CUDA cases in %s", ncases, cdir);
 
     /* B1: sm_90a-only instructions */
     char wg[700];

@@ -2,7 +2,14 @@
  * test_sandbox.c -- worker/sandbox.c: every way a child can end (report,
  * exit status, signal, timeout, cancel), what it can see (environment,
  * inherited descriptors, limits), what it can do (flood output, fork helpers
- * that outlive it, write outside scratch when Landlock is on).
+ * that outlive it, write outside scratch when Landlock is on), a confined
+ * child (req.confine: facts reported and observed, a failure to confine is
+ * reported and the callback never runs), and confined compiles: a source
+ * that #includes or .incbin's a key file (or /etc/shadow) is a compile_error
+ * whose log does not hold the file's content; `#line 1 "No space left on
+ * device"` + #error is the candidate's compile_error, a compiler that fails
+ * on every source is the worker's infra_error, a slow compile is the
+ * candidate's.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -15,6 +22,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sys/socket.h>
+
+#include "compile.h"
+#include "confine.h"
 #include "kf_test.h"
 #include "kf_util.h"
 #include "sandbox.h"
@@ -95,6 +106,123 @@ static int fn_write_outside(void *arg, int fd)
     dprintf(fd, "inside=%s\n", f >= 0 ? "written" : strerror(errno));
     if (f >= 0) close(f);
     return 0;
+}
+
+static int fn_confined(void *arg, int fd)
+{
+    int s = socket(AF_UNIX, SOCK_STREAM, 0);
+    dprintf(fd, "socket=%s\n", s >= 0 ? "made" : strerror(errno));
+    return 0;
+}
+
+static int fn_must_not_run(void *arg, int fd)
+{
+    dprintf(fd, "ran\n");
+    return 0;
+}
+
+/* Build text as <scratch>/name with kf_compile_run (no cache). */
+static void compile_text(const char *name, const char *text, double timeout_s, kf_compile_res *r)
+{
+    char src[512], out[512], bdir[512];
+    snprintf(src, sizeof(src), "%s/%s", scratch, name);
+    snprintf(out, sizeof(out), "%s/out.so", scratch);
+    snprintf(bdir, sizeof(bdir), "%s/b", scratch);
+    kf_util_mkdirs(bdir);
+    kf_util_write_file(src, text, strlen(text));
+    kf_compile_req q = {.source_path = src, .out_path = out, .scratch_dir = bdir, .timeout_s = timeout_s};
+    kf_compile_run(&q, r);
+}
+
+static void compile_tests(kf_test_state *st)
+{
+    /* a key file the candidate knows the path of (I6) */
+    char kdir[] = "/tmp/kf-test-key-XXXXXX";
+    if (!mkdtemp(kdir)) {
+        CHECK(st, 0, "mkdtemp");
+        return;
+    }
+    char key[600], secret[64];
+    snprintf(key, sizeof(key), "%s/fleet.key", kdir);
+    snprintf(secret, sizeof(secret), "kfsecret_%08x_zz", (unsigned)getpid() * 2654435761u);
+    char keytext[128];
+    snprintf(keytext, sizeof(keytext), "%s here\n", secret); /* unquoted: a compiler would quote it back */
+    kf_util_write_file(key, keytext, strlen(keytext));
+    chmod(key, 0644);
+    char src[2048];
+    kf_compile_res r;
+
+    snprintf(src, sizeof(src), "#include \"%s\"\nint f(void) { return 0; }\n", key);
+    compile_text("inc.c", src, 60, &r);
+    printf("#include of a key file -> %s\n", r.detail);
+    CHECK(st, r.status == KF_COMPILE_FAILED, "#include of the key: status %d (%s)", r.status, r.detail);
+    CHECK(st, r.log && !strstr(r.log, secret) && !strstr(r.detail, secret), "#include: the key leaked: %s", r.log);
+    CHECK(st, r.log && (strstr(r.log, "Permission denied") || strstr(r.log, "cannot open")),
+          "#include: log does not say why: %s", r.log);
+    CHECK(st, r.confined && r.confine.seccomp && r.confine.no_new_privs, "compiler not confined (seccomp %d)",
+          r.confine.seccomp);
+    if (kf_confine_landlock_abi() == 0) printf("SKIP: Landlock unavailable: the include/incbin checks pass only by luck\n");
+    kf_compile_res_free(&r);
+
+    snprintf(src, sizeof(src),
+             "__asm__(\".section .rodata\\n.globl kf_leak\\nkf_leak:\\n.incbin \\\"%s\\\"\\n.byte 0\\n.previous\\n\");\n"
+             "int f(void) { return 0; }\n", key);
+    compile_text("incbin.c", src, 60, &r);
+    printf(".incbin of a key file -> %s\n", r.detail);
+    CHECK(st, r.status == KF_COMPILE_FAILED, ".incbin of the key: status %d (%s)", r.status, r.detail);
+    CHECK(st, r.log && !strstr(r.log, secret), ".incbin: the key leaked: %s", r.log);
+    kf_compile_res_free(&r);
+
+    compile_text("shadow.c", "#include \"/etc/shadow\"\nint f(void) { return 0; }\n", 60, &r);
+    CHECK(st, r.status == KF_COMPILE_FAILED, "#include /etc/shadow: status %d (%s)", r.status, r.detail);
+    CHECK(st, r.log && !strstr(r.log, "root:"), "/etc/shadow leaked: %s", r.log);
+    kf_compile_res_free(&r);
+
+    /* I9: the worker's words in the candidate's mouth */
+    compile_text("line.c", "#line 1 \"No space left on device\"\n#error x\n", 60, &r);
+    printf("#line \"No space left on device\" + #error -> %s\n", r.detail);
+    CHECK(st, r.status == KF_COMPILE_FAILED, "#line ENOSPC: status %d (%s)", r.status, r.detail);
+    CHECK(st, strstr(r.detail, "No space left on device") != NULL, "#line ENOSPC detail: %s", r.detail);
+    kf_compile_res_free(&r);
+    compile_text("err.c", "#error No space left on device\n", 60, &r);
+    CHECK(st, r.status == KF_COMPILE_FAILED, "#error ENOSPC: status %d (%s)", r.status, r.detail);
+    kf_compile_res_free(&r);
+
+    /* a good source still builds, confined */
+    compile_text("good.c", "#include \"kf_abi.h\"\n#include <math.h>\n#include <omp.h>\n"
+                           "double g(double x) { return sqrt(x) + omp_get_max_threads(); }\n", 60, &r);
+    CHECK(st, r.status == KF_COMPILE_OK, "good source: %s\n%s", r.detail, r.log);
+    CHECK(st, r.confined && r.confine.seccomp && r.confine.caps_dropped, "good build not confined");
+    kf_compile_res_free(&r);
+
+    /* slow to compile: the candidate's compile_error, never the worker's */
+    compile_text("slow.c",
+                 "#define A(x) x x x x x x x x x x\n#define B(x) A(A(A(A(x))))\n"
+                 "int v = B(A(A(A(1+)))) 0;\n", 1, &r);
+    CHECK(st, r.status == KF_COMPILE_FAILED && strstr(r.detail, "exceeded"), "slow compile: status %d (%s)",
+          r.status, r.detail);
+    kf_compile_res_free(&r);
+
+    /* a compiler that fails on every source: the worker's */
+    char fake[700];
+    snprintf(fake, sizeof(fake), "%s/cc-enospc", kdir);
+    const char *script = "#!/bin/sh\n[ \"$1\" = \"--version\" ] && { echo \"fakecc 1.0\"; exit 0; }\n"
+                         "echo \"/usr/bin/ld: final link failed: No space left on device\" >&2\nexit 1\n";
+    kf_util_write_file(fake, script, strlen(script));
+    chmod(fake, 0755);
+    setenv("KFARM_CC", fake, 1);
+    compile_text("good2.c", "int h(void) { return 1; }\n", 60, &r);
+    printf("compiler failing on every source -> %s\n", r.detail);
+    CHECK(st, r.status == KF_COMPILE_INFRA && strstr(r.detail, "trivial source"), "broken compiler: status %d (%s)",
+          r.status, r.detail);
+    kf_compile_res_free(&r);
+    setenv("KFARM_CC", "/nonexistent/bin/cc", 1);
+    compile_text("good2.c", "int h(void) { return 1; }\n", 60, &r);
+    CHECK(st, r.status == KF_COMPILE_INFRA && strstr(r.detail, "not found"), "missing compiler: status %d (%s)",
+          r.status, r.detail);
+    kf_compile_res_free(&r);
+    unsetenv("KFARM_CC");
+    kf_util_rmtree(kdir);
 }
 
 static int tick_cancel(void *arg)
@@ -183,6 +311,35 @@ int main(void)
         printf("note: Landlock unavailable on this host; write confinement not tested\n");
     unlink(outside);
     kf_sandbox_res_free(&res);
+
+    /* confined child: facts from the child and from /proc */
+    kf_confine_spec spec;
+    memset(&spec, 0, sizeof(spec));
+    spec.profile = KF_CONFINE_COMPILER;
+    kf_confine_default_reads(&spec);
+    kf_sandbox_req cr = {.scratch_dir = scratch, .timeout_s = 10, .fn = fn_confined, .confine = &spec};
+    kf_sandbox_run(&cr, &res);
+    CHECK(&st, res.how == KF_SANDBOX_EXITED && res.exit_status == 0, "confined: how %d status %d", res.how,
+          res.exit_status);
+    CHECK(&st, res.confined && res.confine.seccomp && res.confine.no_new_privs && res.confine.rlimits,
+          "confined: facts %d seccomp %d nnp %d", res.confined, res.confine.seccomp, res.confine.no_new_privs);
+    CHECK(&st, res.report && strstr(res.report, "socket=Operation not permitted"), "confined: %s", res.report);
+    if (res.observed)
+        CHECK(&st, res.observed_facts.seccomp && res.observed_facts.no_new_privs, "observed: seccomp %d nnp %d",
+              res.observed_facts.seccomp, res.observed_facts.no_new_privs);
+    else
+        printf("note: the confined child was gone before the parent looked at /proc\n");
+    if (kf_confine_landlock_abi() > 0) CHECK(&st, res.landlocked && res.confine.landlock_fs, "confined: no Landlock");
+    kf_sandbox_res_free(&res);
+
+    spec.profile = (kf_confine_profile)99; /* cannot be applied */
+    cr.fn = fn_must_not_run;
+    kf_sandbox_run(&cr, &res);
+    CHECK(&st, res.confine_failed && res.err[0], "confine failure not reported (how %d, err '%s')", res.how, res.err);
+    CHECK(&st, res.report && !strstr(res.report, "ran"), "fn ran although confinement failed: %s", res.report);
+    kf_sandbox_res_free(&res);
+
+    compile_tests(&st);
 
     kf_util_rmtree(scratch);
     return kf_test_done(&st);

