@@ -17,7 +17,10 @@ if [ ! -x "$root/build/kfarm-worker" ]; then
   cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release
   cmake --build "$root/build" -j"$(nproc)"
 fi
-install -m 0755 "$root/build/kfarm" "$root/build/kfarm-coordinator" "$root/build/kfarm-worker" /usr/local/bin/
+install -m 0755 "$root/build/kfarm" "$root/build/kfarm-coordinator" "$root/build/kfarm-worker" \
+  "$root/build/kfarm-runner" /usr/local/bin/
+# the runner that loads candidates on GPUs (built when the CUDA Toolkit is present)
+[ -x "$root/build/kfarm-runner-cuda" ] && install -m 0755 "$root/build/kfarm-runner-cuda" /usr/local/bin/
 install -d -m 0755 /usr/local/bin/include
 install -m 0644 "$root/abi/kf_abi.h" /usr/local/bin/include/kf_abi.h
 id kfarm >/dev/null 2>&1 || useradd --system --home /var/lib/kfarm --shell /usr/sbin/nologin kfarm

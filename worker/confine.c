@@ -328,6 +328,13 @@ static int build_filter(sc_build *b, kf_confine_profile profile)
     if (cuda) {
         const uint64_t unix_only[1][2] = {{AF_UNIX, AF_UNIX}};
         if (sc_deny_except(b, "socket", 0, unix_only, 1) < 0) return -1;
+        /* seqpacket only (what the driver makes): no datagram socket that
+         * could sendto() a path such as /dev/log without connecting */
+        static const uint64_t other_types[] = {SOCK_STREAM, SOCK_DGRAM, SOCK_RAW, SOCK_RDM, 6 /* DCCP */,
+                                               10 /* PACKET */};
+        int snr = sc_nr("socket");
+        for (size_t i = 0; i < sizeof(other_types) / sizeof(other_types[0]); i++)
+            if (sc_rule1(b, snr, "socket", EPERM, SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, other_types[i])) < 0) return -1;
     }
     /* clone3 passes its flags in memory seccomp cannot read: ENOSYS makes
      * libc fall back to clone, whose flags it can */

@@ -21,8 +21,8 @@
  *      step 4 by precedence:
  *        compile_error/infra_error/unsupported > load_error >
  *        runtime_error/timeout > rejected_cheat > incorrect > ok
- *      except that a forbidden symbol outranks runtime_error and timeout:
- *      under confinement the forbidden call itself is what fails (C9)
+ *      except that a forbidden symbol outranks load_error, runtime_error and
+ *      timeout: under confinement the forbidden call itself is what fails (C9)
  *
  * metrics_json follows docs/metrics.md for both backends.
  */
@@ -389,10 +389,14 @@ int kf_eval_run(const kf_eval_req *req, kf_eval_res *res)
         if (req->arch && *req->arch) {
             snprintf(e->arch, sizeof(e->arch), "%s", req->arch);
         } else {
+#ifdef KFARM_HAVE_CUDA
             kf_cuda_gpu gpus[KF_CUDA_MAX_GPUS];
             int ng = kf_cuda_discover(gpus, KF_CUDA_MAX_GPUS, err, sizeof(err));
             for (int i = 0; i < ng; i++)
                 if (gpus[i].index == req->gpu_index) snprintf(e->arch, sizeof(e->arch), "%s", gpus[i].arch);
+#else
+            int ng = -1;
+#endif
             if (!e->arch[0]) {
                 set_verdict(res, KF_INFRA_ERROR, "no CUDA device %d on this worker: %s", req->gpu_index,
                             ng < 0 || !err[0] ? "discovery failed" : err);
@@ -527,10 +531,10 @@ int kf_eval_run(const kf_eval_req *req, kf_eval_res *res)
 
     /* A forbidden symbol outranks what its use caused at run time (the
      * confined runner refuses the dlopen or the library the symbol needs, so
-     * the candidate crashes, errs or hangs): the detail names the symbol (C9).
-     * Only the build- and load-level verdicts stay above it. */
+     * the candidate fails to load, crashes, errs or hangs): the detail names
+     * the symbol (C9). Only the build-level verdicts stay above it. */
     if (static_v != KF_OK && (rank(static_v) < rank(res->verdict) || res->verdict == KF_RUNTIME_ERROR ||
-                              res->verdict == KF_TIMEOUT)) {
+                              res->verdict == KF_TIMEOUT || res->verdict == KF_LOAD_ERROR)) {
         json_object_set_new(e->metrics, "judge_verdict", json_string(kf_verdict_name(res->verdict)));
         set_verdict(res, static_v, "%s", static_detail);
         e->blame = "candidate";

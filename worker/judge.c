@@ -127,6 +127,9 @@ typedef struct {
     double t_start, deadline;
     runner r[3];
     uint64_t arena_bytes;
+    kf_jarena pristine;      /* timing input sets, allocated before any runner exists */
+    uint64_t pristine_bytes;
+    double call_t0;          /* when the current call was rung */
     kf_rng seqrng, chkrng;
     json_t *metrics, *validation;
     double overhead_us;
@@ -257,10 +260,41 @@ static void close_from(int lowfd)
     for (int fd = lowfd; fd < 4096; fd++) close(fd);
 }
 
-/* Pre-exec child: wire the descriptors, confine, exec the runner. Never returns. */
-__attribute__((noreturn)) static void runner_child(judge *j, runner *r, int cmd_r, int rep_w, int out_w,
-                                                   int info_w, pid_t parent)
+/* The confinement of a runner for role r (see confine.h), built before the
+ * fork: the default allow-list globs and allocates. sodir holds the folder. */
+static void runner_spec(judge *j, runner *r, kf_confine_spec *specp, char *sodir, size_t sodir_cap)
 {
+    kf_confine_spec spec;
+    memset(&spec, 0, sizeof(spec));
+    spec.profile = (kf_confine_profile)j->be->runner_profile;
+    int nr = 0;
+    snprintf(sodir, sodir_cap, "%s", j->cfg->so[r->role]);
+    char *slash = strrchr(sodir, '/');
+    if (slash && slash != sodir) *slash = 0;
+    spec.read_paths[nr++] = sodir;
+    spec.read_paths[nr++] = j->cfg->runner_path;
+    spec.read_paths[nr] = NULL;
+    kf_confine_default_reads(&spec);
+    int nw = 0;
+    while (nw < KF_CONFINE_MAX_PATHS - 1 && spec.write_paths[nw]) nw++;
+    if (j->be->runner_writes)
+        for (int i = 0; j->be->runner_writes[i] && nw < KF_CONFINE_MAX_PATHS - 1; i++)
+            spec.write_paths[nw++] = j->be->runner_writes[i];
+    spec.write_paths[nw] = NULL;
+    spec.as_bytes = j->be->runner_needs_as_unlimited ? 0 : (uint64_t)r->arena.bytes + (8ull << 30);
+    spec.nofile = 256;
+    spec.nproc = 4096;
+    spec.fsize_bytes = 1 << 20;
+    spec.cpu_s = j->cfg->budget_s * 4 + 30;
+    spec.drop_uid = 1;
+    *specp = spec;
+}
+
+/* Pre-exec child: wire the descriptors, confine, exec the runner. Never returns. */
+__attribute__((noreturn)) static void runner_child(judge *j, runner *r, const kf_confine_spec *specp, int cmd_r,
+                                                   int rep_w, int out_w, int info_w, pid_t parent)
+{
+    kf_confine_spec spec = *specp;
     setsid();
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(126);
@@ -285,28 +319,6 @@ __attribute__((noreturn)) static void runner_child(judge *j, runner *r, int cmd_
     close_from(7);
     int info = 6;
 
-    kf_confine_spec spec;
-    memset(&spec, 0, sizeof(spec));
-    spec.profile = (kf_confine_profile)j->be->runner_profile;
-    int nr = 0;
-    char sodir[PATH_MAX];
-    snprintf(sodir, sizeof(sodir), "%s", j->cfg->so[r->role]);
-    spec.read_paths[nr++] = dirname(sodir);
-    spec.read_paths[nr++] = j->cfg->runner_path;
-    spec.read_paths[nr] = NULL;
-    kf_confine_default_reads(&spec);
-    int nw = 0;
-    while (nw < KF_CONFINE_MAX_PATHS - 1 && spec.write_paths[nw]) nw++;
-    if (j->be->runner_writes)
-        for (int i = 0; j->be->runner_writes[i] && nw < KF_CONFINE_MAX_PATHS - 1; i++)
-            spec.write_paths[nw++] = j->be->runner_writes[i];
-    spec.write_paths[nw] = NULL;
-    spec.as_bytes = j->be->runner_needs_as_unlimited ? 0 : (uint64_t)r->arena.bytes + (8ull << 30);
-    spec.nofile = 256;
-    spec.nproc = 4096;
-    spec.fsize_bytes = 1 << 20;
-    spec.cpu_s = j->cfg->budget_s * 4 + 30;
-    spec.drop_uid = 1;
     kf_confine_facts f;
     char err[256] = "";
     int rc = kf_confine_apply(&spec, &f, err, sizeof(err));
@@ -352,13 +364,16 @@ static int runner_spawn(judge *j, int role, char *err, size_t cap)
         snprintf(err, cap, "pipe: %s", strerror(errno));
         return -1;
     }
+    kf_confine_spec spec;
+    char sodir[PATH_MAX];
+    runner_spec(j, r, &spec, sodir, sizeof(sodir));
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         snprintf(err, cap, "fork: %s", strerror(errno));
         return -1;
     }
-    if (pid == 0) runner_child(j, r, cmd[0], rep[1], out[1], info[1], parent);
+    if (pid == 0) runner_child(j, r, &spec, cmd[0], rep[1], out[1], info[1], parent);
     close(cmd[0]);
     close(rep[1]);
     close(out[1]);
@@ -481,6 +496,11 @@ __attribute__((noreturn)) static void fail_wait(judge *j, runner *r, int w, cons
     char d[256];
     int sig = 0;
     if (r->role != R_CAND) {
+        /* too slow is the task's fault only when this one call used a real
+         * share of the budget; otherwise the judge's own plan ran out */
+        if (w == WT_TIMEOUT && kf_util_now_s() - j->call_t0 < 0.25 * j->cfg->budget_s)
+            finish(j, KF_INFRA_ERROR, "worker", "judge: the evaluation's %.0f s budget ran out %s", j->cfg->budget_s,
+                   where);
         if (w == WT_TIMEOUT)
             finish(j, KF_INFRA_ERROR, "task", "the task's %s exceeded the %.0f s limit %s: the task is too slow "
                    "for this worker", role_name[r->role], j->cfg->budget_s, where);
@@ -617,6 +637,7 @@ static double call(judge *j, runner *r, const layout *L, int flags, const char *
     c.flags = flags;
     if (j->be->sync(j->dev)) io_fail(j, "device sync");
     double t0 = kf_util_now_s();
+    j->call_t0 = t0;
     if (runner_send(j, r, &c) != 0) fail_wait(j, r, WT_DIED, where);
     int w = runner_wait(j, r, c.seq, KF_RP_DONE, rep);
     if (w != WT_OK) fail_wait(j, r, w, where);
@@ -937,6 +958,7 @@ static void timing(judge *j)
     double p_check = cfg->quick ? 0.25 : 0.1;
     double target_s = cfg->quick ? 0.05 : 0.5;          /* baseline seconds per shape */
     int min_reps = cfg->quick ? 10 : 20, max_reps = cfg->quick ? 60 : 2000;
+    double shape_cap_s = cfg->quick ? 1.0 : 5.0;        /* judge wall seconds per shape */
 
     /* fixed overhead of one doorbell round trip, on the baseline's runner */
     double ov[41];
@@ -960,9 +982,7 @@ static void timing(judge *j)
         shape_str(t, sizes, sh, sizeof(sh));
         layout L;
         if (make_layout(j, sizes, &L, err, sizeof(err))) finish(j, KF_INFRA_ERROR, "task", "%s (shape %s)", err, sh);
-        kf_jarena P;
-        if (j->be->arena_new(j->dev, L.total * NSETS, 0, &P, err, sizeof(err)))
-            finish(j, KF_INFRA_ERROR, "worker", "judge: %s", err);
+        kf_jarena P = j->pristine; /* allocated up front: a candidate cannot starve the judge */
         for (int k = 0; k < NSETS; k++)
             for (int i = 0; i < t->n_inputs; i++) {
                 void *h = malloc(L.in_bytes[i] ? L.in_bytes[i] : 1);
@@ -977,6 +997,7 @@ static void timing(judge *j)
         snprintf(where, sizeof(where), "(warm-up, benchmark shape %s)", sh);
         progress(j, "warm-up (benchmark shape %s)", sh);
         double wb[NSETS];
+        double warm_t0 = kf_util_now_s();
         for (int k = 0; k < NSETS; k++) {
             prep_inputs(j, B, &L, &P, k, b, -1 - k);
             j->be->flush(j->dev);
@@ -987,9 +1008,19 @@ static void timing(judge *j)
             j->be->flush(j->dev);
             call(j, C, &L, 0, where, &rep);
         }
+        /* The number of calls is fixed here, before the timed loop: enough
+         * baseline time (target_s), within a wall cap per shape that counts
+         * everything a pair of calls costs the judge (inputs, flush, fence),
+         * measured on the warm-up, and within what is left of the budget. */
+        double pair_s = (kf_util_now_s() - warm_t0) / NSETS;
         stats ws = stats_of(wb, NSETS);
         double per = ws.median > 1 ? ws.median * 1e-6 : 1e-6;
         int reps = (int)(target_s / per);
+        double left_s = j->deadline - kf_util_now_s();
+        int shapes_left = t->n_benchmark - b;
+        double wall_cap = fmin(shape_cap_s, 0.6 * left_s / shapes_left);
+        if (pair_s > 0 && reps > (int)(wall_cap / (pair_s * (1 + 2 * p_check))))
+            reps = (int)(wall_cap / (pair_s * (1 + 2 * p_check)));
         if (reps < min_reps) reps = min_reps;
         if (reps > max_reps) reps = max_reps;
 
@@ -1013,7 +1044,7 @@ static void timing(judge *j)
             double elapsed = kf_util_now_s() - shape_t0;
             double left = j->deadline - kf_util_now_s();
             int last = rep_i == reps - 1;
-            if (!last && rep_i > 0 && left < 3.0 * elapsed / rep_i + 1.0) {
+            if (!last && rep_i > 0 && left < 8.0 * elapsed / rep_i + 0.05 * j->cfg->budget_s + 1.0) {
                 last = 1;
                 truncated = 1;
             }
@@ -1065,7 +1096,6 @@ static void timing(judge *j)
             n++;
             if (last) break;
         }
-        j->be->arena_free(j->dev, &P);
         double raw_c_min = 1e300;
         for (int i = 0; i < n; i++) raw_c_min = fmin(raw_c_min, sc[i] + j->overhead_us);
         stats bs = stats_of(sb, n), cs = stats_of(sc, n);
@@ -1180,8 +1210,15 @@ int kf_judge_child(void *arg, int report_fd)
             layout L;
             if (make_layout(j, sh[s].sizes, &L, err, sizeof(err))) finish(j, KF_INFRA_ERROR, "task", "%s", err);
             if (L.total > j->arena_bytes) j->arena_bytes = L.total;
+            if (pass && L.total * NSETS > j->pristine_bytes) j->pristine_bytes = L.total * NSETS;
         }
     }
+
+    /* the timing input sets, before any runner exists (on a GPU the
+     * candidate could otherwise take all device memory first) */
+    if (!cfg->validate_only && j->pristine_bytes &&
+        j->be->arena_new(j->dev, j->pristine_bytes, 0, &j->pristine, err, sizeof(err)))
+        finish(j, KF_INFRA_ERROR, "worker", "judge: %s", err);
 
     static const int order[3] = {R_REF, R_BASE, R_CAND};
     for (int oi = 0; oi < 3; oi++) {

@@ -5,6 +5,7 @@
  *     kfarm-worker eval TASK_DIR CANDIDATE [options]   one local evaluation, no
  *                                                      coordinator or database (cmd_eval.c)
  *     kfarm-worker devices [--gpu N | --cpu]           what this worker would register
+ *     kfarm-worker check-task TASK_DIR [--seed FILE]   whether a task can be served (cmd_check_task.c)
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -20,6 +21,7 @@
 #include "device.h"
 
 int kf_worker_cmd_eval(int argc, char **argv);
+int kf_worker_cmd_check_task(int argc, char **argv);
 int kf_daemon_read_env(void); /* daemon.c: takes the fleet key out of the environment */
 
 /* Whether an environment variable name looks like a secret: it contains
@@ -122,6 +124,8 @@ static void usage(FILE *f)
                "  run   --coordinator ADDR ...       serve jobs from a coordinator\n"
                "  eval  TASK_DIR CANDIDATE [...]     evaluate one candidate locally, print JSON\n"
                "  devices [--gpu N | --cpu]         show the device and routing classes to register\n"
+               "  check-task TASK_DIR [--seed FILE]  refuse a task whose baseline or seed fails, or that\n"
+               "                                     does not fit this machine (exit 2 with the reason)\n"
                "Run 'kfarm-worker <command> --help' for the options of a command.\n");
 }
 
@@ -142,6 +146,7 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "eval")) return kf_worker_cmd_eval(argc - 1, argv + 1);
     if (!strcmp(argv[1], "run")) return kf_daemon_main(argc - 1, argv + 1);
     if (!strcmp(argv[1], "devices")) return cmd_devices(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "check-task")) return kf_worker_cmd_check_task(argc - 1, argv + 1);
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return 0;

@@ -1,13 +1,22 @@
 /*
  * cmd_campaign.c -- `kfarm campaign create|start|pause|status|list|wait`.
  *
- * create validates the task directory and stores task, campaign and seed
- * (campaign.h); start/pause flip the state (the running coordinator notices
+ * create validates the task directory, has the task checked by
+ * `kfarm-worker check-task` (beside this binary: the baseline and the seed
+ * must pass validation against the reference, the largest shape must fit;
+ * --no-task-check skips it, e.g. on a coordinator that cannot run the task's
+ * backend), and stores task, campaign and seed (campaign.h); start/pause flip the state (the running coordinator notices
  * within a second and runs the strategy); status/list summarize from the
  * database; wait polls until the campaign is done (for scripts).
  */
+#include <errno.h>
 #include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <string.h>
 #include <unistd.h>
 #include <jansson.h>
@@ -21,7 +30,7 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: kfarm campaign create NAME --task DIR [--strategy tune] [--target CLASS]...\n"
         "                             [--max-candidates N] [--seed FILE] [--max-attempts N]\n"
-        "                             [--config FILE]\n"
+        "                             [--config FILE] [--no-task-check]\n"
         "       kfarm campaign start NAME\n"
         "       kfarm campaign pause NAME\n"
         "       kfarm campaign status NAME\n"
@@ -38,8 +47,49 @@ static void usage(FILE *f)
         "  --seed FILE         seed candidate (default: the task's seed file)\n"
         "  --max-attempts N    leases per job before it ends as a verdict (default 3)\n"
         "  --config FILE       campaign file (JSON): strategy, LLM endpoint, budgets, review\n"
+        "  --no-task-check     create: do not run `kfarm-worker check-task` on the task first\n"
         "                      (docs/campaign-config.md); command-line options win\n"
         "  --timeout S         wait: give up after S seconds (exit 1)\n");
+}
+
+/* Run `kfarm-worker check-task DIR [--seed FILE]` (the worker binary beside
+ * this one). 0 when the task passed or no worker binary is here (said so),
+ * else prints the worker's reason and returns 1. */
+static int check_task(const kf_campaign_spec *spec)
+{
+    char exe[PATH_MAX], worker[PATH_MAX + 16];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0) return 0;
+    exe[n] = 0;
+    snprintf(worker, sizeof(worker), "%s/kfarm-worker", dirname(exe));
+    if (access(worker, X_OK) != 0) {
+        fprintf(stderr, "kfarm campaign create: %s not found: the task was not checked\n", worker);
+        return 0;
+    }
+    char *argv[7];
+    int a = 0;
+    argv[a++] = worker;
+    argv[a++] = "check-task";
+    argv[a++] = (char *)spec->task_dir;
+    if (spec->seed_path) {
+        argv[a++] = "--seed";
+        argv[a++] = (char *)spec->seed_path;
+    }
+    argv[a] = NULL;
+    fflush(NULL);
+    pid_t pid;
+    extern char **environ;
+    int e = posix_spawn(&pid, worker, NULL, NULL, argv, environ);
+    if (e) {
+        fprintf(stderr, "kfarm campaign create: cannot run %s: %s: the task was not checked\n", worker, strerror(e));
+        return 0;
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return 0;
+    return kf_cli_fail("campaign not created: the task %s was refused (see above; --no-task-check skips the check)",
+                       spec->task_dir);
 }
 
 static int do_create(kf_db *db, const char *name, kf_campaign_spec *spec)
@@ -177,12 +227,14 @@ int kf_cli_cmd_campaign(int argc, char **argv)
         { "max-attempts", required_argument, NULL, 'a' },
         { "timeout", required_argument, NULL, 'w' },
         { "config", required_argument, NULL, 'C' },
+        { "no-task-check", no_argument, NULL, 'N' },
         { "help", no_argument, NULL, 'h' },
         { 0 },
     };
     kf_campaign_spec spec;
     memset(&spec, 0, sizeof(spec));
     const char *conninfo = NULL, *config_path = NULL;
+    int no_check = 0;
     double timeout = 0;
     long v;
     int c;
@@ -214,6 +266,7 @@ int kf_cli_cmd_campaign(int argc, char **argv)
                 return kf_cli_usage_error("campaign", "--timeout: expected seconds");
             break;
         case 'C': config_path = optarg; break;
+        case 'N': no_check = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -238,6 +291,14 @@ int kf_cli_cmd_campaign(int argc, char **argv)
     if (strcmp(sub, "create") == 0 && !spec.task_dir)
         return kf_cli_usage_error("campaign", "create: --task DIR is required");
 
+    if (strcmp(sub, "create") == 0 && !no_check) {
+        int crc = check_task(&spec);
+        if (crc) {
+            json_decref(config);
+            free(config_text);
+            return crc;
+        }
+    }
     kf_db *db = kf_cli_connect(conninfo);
     if (!db) return 1;
     char err[1024];
