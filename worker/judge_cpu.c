@@ -1,9 +1,9 @@
 /*
  * judge_cpu.c -- the cpu backend of the judge (see judge.h).
  *
- * Arenas are memfds: the judge maps each one, the runner maps the same
- * descriptor (inherited as fd 5); private arenas (pristine input sets) are
- * never handed out. Copies are memcpy. The flush writes a buffer of 1.5x the
+ * Arenas are memfds sealed at their size (no shrink, no grow): the judge
+ * maps each one, the runner maps the same descriptor (inherited as fd 5);
+ * private arenas (pristine input sets) are never handed out. Copies are memcpy. The flush writes a buffer of 1.5x the
  * last-level cache (8..64 MiB) before every timed call, so neither side finds
  * the other's data in the LLC. The fence is empty: a cpu runner's answer is
  * sent after kf_entry returned, and work it left running is caught by the
@@ -19,6 +19,7 @@
 #include "confine.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,13 +70,20 @@ static int cpu_arena_new(kf_judge_dev *d, uint64_t bytes, int shared, kf_jarena 
     a->fd = -1;
     bytes = (bytes + 4095) & ~(uint64_t)4095;
     if (!bytes) bytes = 4096;
-    int fd = memfd_create(shared ? "kfarm-arena" : "kfarm-private", MFD_CLOEXEC);
+    int fd = memfd_create(shared ? "kfarm-arena" : "kfarm-private", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0) {
         snprintf(err, cap, "memfd_create: %s", strerror(errno));
         return -1;
     }
     if (ftruncate(fd, (off_t)bytes) != 0) {
         snprintf(err, cap, "arena of %llu bytes: %s", (unsigned long long)bytes, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    /* sealed at its size: a runner holding the descriptor cannot shrink it
+     * (which would SIGBUS the judge's own accesses) or grow it */
+    if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+        snprintf(err, cap, "arena seals: %s", strerror(errno));
         close(fd);
         return -1;
     }
