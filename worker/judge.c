@@ -631,6 +631,19 @@ static json_t *shape_json(const kf_task *t, const int64_t *sizes)
     return o;
 }
 
+/* Untimed: a trusted runner resets its device state before a timed call. */
+static void reset_runner(judge *j, runner *r, const char *where)
+{
+    if (!j->be->reset_before_timed_call) return;
+    kf_rp_cmd c;
+    memset(&c, 0, sizeof(c));
+    c.op = KF_RP_RESET;
+    if (runner_send(j, r, &c) != 0) fail_wait(j, r, WT_DIED, where);
+    kf_rp_reply rep;
+    int w = runner_wait(j, r, c.seq, KF_RP_DONE, &rep);
+    if (w != WT_OK) fail_wait(j, r, w, where);
+}
+
 /* One call on runner r; returns the judge-clock time in µs (doorbell to answer + fence). */
 static double call(judge *j, runner *r, const layout *L, int flags, const char *where, kf_rp_reply *rep)
 {
@@ -655,7 +668,21 @@ static double call(judge *j, runner *r, const layout *L, int flags, const char *
         finish(j, KF_INFRA_ERROR, "task", "the task's %s has no kernel image for this device %s", who, where);
     }
     if (rep->status == KF_RP_ST_CUDA_ERROR) {
-        if (r->role == R_CAND) finish(j, KF_RUNTIME_ERROR, "candidate", "CUDA error %s: %s", where, rep->msg);
+        if (r->role == R_CAND) {
+            /* prove the device sound before blaming the candidate: the
+             * reference, in its own context, must still run (same layout) */
+            kf_rp_cmd h;
+            kf_rp_reply hr;
+            fill_cmd(j, L, &h, KF_RP_CALL);
+            runner *R = &j->r[R_REF];
+            int hw = R->pid > 0 && !R->dead && runner_send(j, R, &h) == 0 ? runner_wait(j, R, h.seq, KF_RP_DONE, &hr)
+                                                                            : WT_DIED;
+            if (hw != WT_OK || hr.status != KF_RP_ST_OK)
+                finish(j, KF_INFRA_ERROR, "worker", "the device failed: the candidate got a CUDA error %s (%s) and "
+                       "the task's reference then failed too%s%s", where, rep->msg, hw == WT_OK ? ": " : "",
+                       hw == WT_OK ? hr.msg : "");
+            finish(j, KF_RUNTIME_ERROR, "candidate", "CUDA error %s: %s", where, rep->msg);
+        }
         finish(j, KF_INFRA_ERROR, "task", "the task's %s failed %s: %s", who, where, rep->msg);
     }
     if (rep->status != KF_RP_ST_OK) {
@@ -836,7 +863,7 @@ static void validate(judge *j)
             poison(j, C, &L);
             kf_rp_reply rep;
             progress(j, "validate reference %s", where);
-            call(j, R, &L, KF_RP_F_RESET_DEVICE, where, &rep);
+            call(j, R, &L, 0, where, &rep);
             void **ref = get_outputs(j, R, &L);
 
             progress(j, "validate candidate %s", where);
@@ -1014,8 +1041,9 @@ static void timing(judge *j)
         double warm_t0 = kf_util_now_s();
         for (int k = 0; k < NSETS; k++) {
             prep_inputs(j, B, &L, &P, k, b, -1 - k);
+            reset_runner(j, B, where);
             j->be->flush(j->dev);
-            wb[k] = call(j, B, &L, KF_RP_F_RESET_DEVICE, where, &rep);
+            wb[k] = call(j, B, &L, 0, where, &rep);
             prep_inputs(j, C, &L, &P, k, b, -1 - k);
             j->be->flush(j->dev);
             idle_check(j, where);
@@ -1073,15 +1101,16 @@ static void timing(judge *j)
                     tc = call(j, C, &L, 0, where, &rep);
                 } else {
                     prep_inputs(j, B, &L, &P, k, b, rep_i);
+                    reset_runner(j, B, where);
                     j->be->flush(j->dev);
                     idle_check(j, where);
-                    tb = call(j, B, &L, KF_RP_F_RESET_DEVICE, where, &rep);
+                    tb = call(j, B, &L, 0, where, &rep);
                     idle_check(j, where);
                 }
                 if (is_c && check) {
                     void **cand = get_outputs(j, C, &L);
                     prep_inputs(j, R, &L, &P, k, b, rep_i);
-                    call(j, R, &L, KF_RP_F_RESET_DEVICE, where, &rep);
+                    call(j, R, &L, 0, where, &rep);
                     void **ref = get_outputs(j, R, &L);
                     late_check(j, &L, cand, where);
                     idle_check(j, where);

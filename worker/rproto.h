@@ -45,7 +45,8 @@
 enum {
     KF_RP_CALL = 1,   /* call kf_entry once with the layout in the command */
     KF_RP_NOOP = 2,   /* answer at once (cuda: after a device synchronize) */
-    KF_RP_QUIT = 3
+    KF_RP_QUIT = 3,
+    KF_RP_RESET = 4   /* cuda, trusted runners: reset persisting-L2 state, untimed */
 };
 
 enum {
@@ -78,7 +79,6 @@ typedef struct {
     uint64_t ws_offset, ws_bytes;
 } kf_rp_cmd;
 
-#define KF_RP_F_RESET_DEVICE 1   /* cuda, trusted runners: reset persisting-L2 state before the call */
 #define KF_RP_F_KERNELS 2        /* cuda: count the kernels the call launched (CUPTI) */
 
 typedef struct {

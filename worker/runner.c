@@ -299,6 +299,21 @@ int main(int argc, char **argv)
         kf_rp_cmd c;
         if (read_full(KF_RP_FD_CMD, &c, sizeof(c)) != 0) return 0; /* judge gone: done */
         if (c.magic != KF_RP_MAGIC || c.op == KF_RP_QUIT) return 0;
+        if (c.op == KF_RP_RESET) {
+#ifdef KF_RUNNER_CUDA
+            /* trusted runners, before a timed call (the judge sends it
+             * untimed): whatever a candidate set lives in its own context,
+             * but reset what is per-context here anyway (I13) */
+            cudaCtxResetPersistingL2Cache();
+            cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0);
+            cudaStreamAttrValue v;
+            memset(&v, 0, sizeof(v));
+            cudaStreamSetAttribute(stream, cudaStreamAttributeAccessPolicyWindow, &v);
+            cudaDeviceSynchronize();
+#endif
+            reply(KF_RP_DONE, c.seq, KF_RP_ST_OK, 0, 0, -1, 0, NULL);
+            continue;
+        }
         if (c.op == KF_RP_NOOP) {
 #ifdef KF_RUNNER_CUDA
             /* the smallest real call: one operation on the task stream, so
@@ -317,15 +332,6 @@ int main(int argc, char **argv)
         }
 #ifdef KF_RUNNER_CUDA
         call.stream = stream;
-        if (c.flags & KF_RP_F_RESET_DEVICE) {
-            /* trusted runners only: nothing a candidate set in its own context
-             * reaches this one, but reset what is per-context anyway */
-            cudaCtxResetPersistingL2Cache();
-            cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0);
-            cudaStreamAttrValue v;
-            memset(&v, 0, sizeof(v));
-            cudaStreamSetAttribute(stream, cudaStreamAttributeAccessPolicyWindow, &v);
-        }
         if ((c.flags & KF_RP_F_KERNELS) && cupti_ok) {
             cuptiActivityFlushAll(1);
             g_kernels = 0;

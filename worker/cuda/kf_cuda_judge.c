@@ -436,6 +436,7 @@ static const kf_judge_backend cuda_backend = {
     .runner_writes = cuda_runner_writes,
     .runner_needs_as_unlimited = 1,
     .runner_profile = KF_CONFINE_RUNNER_CUDA,
+    .reset_before_timed_call = 1,
 };
 
 const kf_judge_backend *kf_judge_backend_cuda(void) { return &cuda_backend; }
