@@ -170,3 +170,31 @@ void kf_strbuf_printf(kf_strbuf *b, const char *fmt, ...)
     if (n < 0) return;
     kf_strbuf_addn(b, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
 }
+
+size_t kf_util_utf8_sanitize(char *buf, size_t len)
+{
+    size_t bad = 0;
+    unsigned char *p = (unsigned char *)buf;
+    for (size_t i = 0; i < len;) {
+        unsigned c = p[i];
+        size_t n = c < 0x80 ? 1 : (c >= 0xc2 && c <= 0xdf) ? 2 : (c >= 0xe0 && c <= 0xef) ? 3
+                 : (c >= 0xf0 && c <= 0xf4) ? 4 : 0;
+        int ok = n > 0 && i + n <= len && c != 0;
+        for (size_t k = 1; ok && k < n; k++) ok = (p[i + k] & 0xc0) == 0x80;
+        if (ok && n == 3) {
+            if (c == 0xe0 && p[i + 1] < 0xa0) ok = 0;            /* overlong */
+            if (c == 0xed && p[i + 1] >= 0xa0) ok = 0;           /* surrogate */
+        }
+        if (ok && n == 4) {
+            if (c == 0xf0 && p[i + 1] < 0x90) ok = 0;            /* overlong */
+            if (c == 0xf4 && p[i + 1] >= 0x90) ok = 0;           /* above U+10FFFF */
+        }
+        if (!ok) {
+            p[i++] = '?';
+            bad++;
+            continue;
+        }
+        i += n;
+    }
+    return bad;
+}

@@ -27,6 +27,12 @@ void kf_util_sha256_hex(const void *data, size_t len, char out[65]);
 /* Monotonic clock in seconds. */
 double kf_util_now_s(void);
 
+/* Replace every byte of buf[0..len) that is not part of a valid UTF-8
+ * sequence (RFC 3629: no overlongs, no surrogates, at most U+10FFFF) and
+ * every NUL with '?', in place, so untrusted text (a candidate's output, a
+ * compile log) can always go into JSON. Returns the number replaced. */
+size_t kf_util_utf8_sanitize(char *buf, size_t len);
+
 /* A growable NUL-terminated string (zero-initialize to start: {0}). An
  * allocation failure sets oom, after which appends are ignored; the owner
  * checks oom once at the end and frees s. */

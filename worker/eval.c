@@ -73,6 +73,7 @@ static void set_verdict(kf_eval_res *res, kf_verdict v, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(res->detail, sizeof(res->detail), fmt, ap);
     va_end(ap);
+    kf_util_utf8_sanitize(res->detail, strlen(res->detail)); /* may quote a compiler or a candidate */
 }
 
 static const char *const role_dir[3] = {"reference", "baseline", "candidate"};
@@ -142,6 +143,8 @@ static int build_one(ev *e, int which)
                                 .tick = req->tick, .tick_arg = req->tick_arg};
         kf_cuda_build_res b;
         kf_cuda_build(&br, &b);
+        kf_util_utf8_sanitize(b.detail, strlen(b.detail));
+        if (b.log) kf_util_utf8_sanitize(b.log, strlen(b.log));
         json_object_set_new(cj, who, cuda_build_json(&b));
         if (which == 2 || b.status != KF_CUDA_BUILD_OK) {
             free(e->res->compile_log);
@@ -174,6 +177,9 @@ static int build_one(ev *e, int which)
         e->blame = "worker";
         return -1;
     }
+    /* the compiler quotes the candidate's text: keep it valid UTF-8 for JSON */
+    kf_util_utf8_sanitize(c.detail, strlen(c.detail));
+    if (c.log) kf_util_utf8_sanitize(c.log, strlen(c.log));
     json_object_set_new(cj, who, compile_json(&c));
     if (which == 2 || c.status != KF_COMPILE_OK) {
         free(e->res->compile_log);
@@ -421,7 +427,7 @@ int kf_eval_run(const kf_eval_req *req, kf_eval_res *res)
         goto done;
     }
     chmod(e->dir, 0711);
-    snprintf(e->build, sizeof(e->build), "%s/build", e->dir);
+    snprintf(e->build, sizeof(e->build), "%.4000s/build", e->dir);
     if (kf_util_mkdirs(e->build) != 0) {
         set_verdict(res, KF_INFRA_ERROR, "cannot create %s: %s", e->build, strerror(errno));
         e->blame = "worker";
@@ -441,7 +447,7 @@ int kf_eval_run(const kf_eval_req *req, kf_eval_res *res)
     chmod(e->rdir, 0711);
     for (int i = 0; i < 3; i++) {
         char d[PATH_MAX + 16];
-        snprintf(d, sizeof(d), "%s/%s", e->rdir, role_dir[i]);
+        snprintf(d, sizeof(d), "%.4000s/%s", e->rdir, role_dir[i]);
         if (kf_util_mkdirs(d) != 0) {
             set_verdict(res, KF_INFRA_ERROR, "cannot create %s: %s", d, strerror(errno));
             e->blame = "worker";
@@ -485,7 +491,7 @@ int kf_eval_run(const kf_eval_req *req, kf_eval_res *res)
         e->blame = "worker";
         goto done;
     }
-    snprintf(rpath, sizeof(rpath), "%s/%s", e->rdir, be->runner_name);
+    snprintf(rpath, sizeof(rpath), "%.4000s/%s", e->rdir, be->runner_name);
     if (kf_compile_copy_file(rsrc, rpath) != 0 || chmod(rpath, 0755) != 0) {
         set_verdict(res, KF_INFRA_ERROR, "cannot copy %s into %s: %s", be->runner_name, e->rdir, strerror(errno));
         e->blame = "worker";

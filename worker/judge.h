@@ -77,6 +77,7 @@ typedef struct {
     int runner_needs_as_unlimited; /* cuda: no RLIMIT_AS (the driver reserves huge ranges) */
     int runner_profile;            /* kf_confine_profile of its runners */
     int reset_before_timed_call;   /* cuda: the baseline's runner resets device state first (untimed) */
+    int freeze_runners;            /* cpu: baseline and candidate runners are SIGSTOPped between calls */
 } kf_judge_backend;
 
 /* The backends. kf_judge_backend_cuda is NULL in builds without CUDA. */

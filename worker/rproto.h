@@ -18,8 +18,9 @@
  * argv: kfarm-runner ROLE BACKEND SO_PATH ARENA_BYTES GPU
  * (ROLE is reference|baseline|candidate, for messages only; BACKEND is cpu|cuda.)
  *
- * The runner maps the arena, loads SO_PATH (dlopen: its constructors run
- * here, after confinement), answers one KF_RP_LOADED reply, then serves
+ * The runner maps the arena [cuda: sets up the device], answers KF_RP_READY,
+ * loads SO_PATH (dlopen: its constructors run here, after confinement),
+ * answers one KF_RP_LOADED reply, then serves
  * commands until KF_RP_QUIT or EOF. Every command is one kf_rp_cmd; every
  * answer one kf_rp_reply, both fixed-size, so a short or malformed record is
  * a protocol violation the judge blames on the runner.
@@ -51,7 +52,10 @@ enum {
 
 enum {
     KF_RP_LOADED = 10, /* after dlopen: status 0 = loaded, else msg says why */
-    KF_RP_DONE = 11    /* after a call or noop */
+    KF_RP_DONE = 11,   /* after a call or noop */
+    KF_RP_READY = 12   /* before dlopen: arena and device set up (status), sent
+                          before any code of the shared object ran, so only this
+                          reply can report a setup failure the runner is not to blame for */
 };
 
 enum {

@@ -232,7 +232,7 @@ int main(int argc, char **argv)
     if (ce == cudaSuccess) ce = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
     if (ce == cudaSuccess) ce = cudaMalloc(&noop_buf, 256);
     if (ce != cudaSuccess) {
-        reply(KF_RP_LOADED, 0, KF_RP_ST_SETUP_FAILED, 0, (int)ce, -1, 0, "cuda device %s: %s", devid,
+        reply(KF_RP_READY, 0, KF_RP_ST_SETUP_FAILED, 0, (int)ce, -1, 0, "cuda device %s: %s", devid,
               cudaGetErrorString(ce));
         return 1;
     }
@@ -258,7 +258,7 @@ int main(int argc, char **argv)
         if (r != CUDA_SUCCESS) {
             const char *es = NULL;
             cuGetErrorString(r, &es);
-            reply(KF_RP_LOADED, 0, KF_RP_ST_SETUP_FAILED, 0, (int)r, -1, 0, "arena %s: %s", what, es ? es : "?");
+            reply(KF_RP_READY, 0, KF_RP_ST_SETUP_FAILED, 0, (int)r, -1, 0, "arena %s: %s", what, es ? es : "?");
             return 1;
         }
         base = (char *)(uintptr_t)p;
@@ -268,7 +268,7 @@ int main(int argc, char **argv)
     if (arena) {
         void *m = mmap(NULL, arena, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, KF_RP_FD_ARENA, 0);
         if (m == MAP_FAILED) {
-            reply(KF_RP_LOADED, 0, KF_RP_ST_SETUP_FAILED, 0, 0, -1, 0, "arena mmap: %s", strerror(errno));
+            reply(KF_RP_READY, 0, KF_RP_ST_SETUP_FAILED, 0, 0, -1, 0, "arena mmap: %s", strerror(errno));
             return 1;
         }
         base = m;
@@ -276,6 +276,7 @@ int main(int argc, char **argv)
     close(KF_RP_FD_ARENA);
 #endif
 
+    reply(KF_RP_READY, 0, KF_RP_ST_OK, 0, 0, -1, 0, NULL);
     dlerror();
     void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
