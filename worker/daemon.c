@@ -527,7 +527,7 @@ int kf_daemon_main(int argc, char **argv)
     char host[256] = "worker";
     gethostname(host, sizeof(host) - 1);
     if (id) snprintf(c.worker_id, sizeof(c.worker_id), "%s", id);
-    else snprintf(c.worker_id, sizeof(c.worker_id), "%s-%d", host, (int)getpid());
+    else snprintf(c.worker_id, sizeof(c.worker_id), "%.100s-%d", host, (int)getpid());
     if (work) snprintf(c.work_dir, sizeof(c.work_dir), "%s", work);
     else snprintf(c.work_dir, sizeof(c.work_dir), ".kfarm/worker-%s", c.worker_id);
     snprintf(c.cache_dir, sizeof(c.cache_dir), "%s/cache", c.work_dir);

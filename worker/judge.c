@@ -513,7 +513,13 @@ static int runner_wait(judge *j, runner *r, uint64_t seq, uint32_t kind, kf_rp_r
                  * hang the judge -- either way it ends now */
                 drain_output(r);
                 int st = 0;
-                pid_t wp = waitpid(r->pid, &st, WNOHANG);
+                pid_t wp = 0;
+                /* an exiting process closes its descriptors before it
+                 * becomes a zombie: give it 200 ms to finish dying */
+                for (int i = 0; i < 200 && (wp = waitpid(r->pid, &st, WNOHANG)) == 0; i++) {
+                    struct timespec ts = {0, 1000000};
+                    nanosleep(&ts, NULL);
+                }
                 if (wp == 0) {
                     kill(r->pid, SIGKILL);
                     waitpid(r->pid, &st, 0);

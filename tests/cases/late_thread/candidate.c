@@ -1,7 +1,9 @@
 /* late_thread (T2 CPU analog): kf_entry starts a detached thread that fills
  * the output and returns at once, so it would time as nearly free. The
- * harness re-reads the outputs 20 ms after return. Expected: rejected_cheat
- * "output changed after kf_entry returned". */
+ * judge stops the runner (SIGSTOP) the moment it answers and reads the
+ * outputs: unwritten elements (incorrect), or, if the thread got further,
+ * outputs that change afterwards / CPU used while not called
+ * (rejected_cheat). Expected: incorrect or rejected_cheat. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
