@@ -341,6 +341,7 @@ __attribute__((noreturn)) static void runner_child(judge *j, runner *r, const kf
 
     kf_confine_facts f;
     char err[256] = "";
+    memset(&f, 0, sizeof(f));
     int rc = kf_confine_apply(&spec, &f, err, sizeof(err));
     char line[512];
     int n = snprintf(line, sizeof(line), "%d %d %d %d %d %d %d %d %d %s\n", rc, f.landlock_abi, f.landlock_fs,
@@ -361,6 +362,9 @@ __attribute__((noreturn)) static void runner_child(judge *j, runner *r, const kf
     envp[ne++] = "PATH=/usr/bin:/bin";
     envp[ne++] = "LANG=C";
     envp[ne++] = "LC_ALL=C";
+    /* OpenMP workers sleep at once when idle: a spinning worker would take
+     * the CPU the judge needs to read the answer (on small machines that
+     * costs more than the wake-up; measured in docs/benchmarks.md) */
     envp[ne++] = "OMP_WAIT_POLICY=passive";
     envp[ne++] = "GOMP_SPINCOUNT=0";
     char home[PATH_MAX + 8];
@@ -537,7 +541,6 @@ static int runner_wait(judge *j, runner *r, uint64_t seq, uint32_t kind, kf_rp_r
             if (got < sizeof(*rep)) continue;
             if (rep->magic != KF_RP_MAGIC || rep->kind != kind || rep->seq != seq) return WT_PROTO;
             rep->msg[sizeof(rep->msg) - 1] = 0;
-            freeze_runner(r);
             return WT_OK;
         }
     }
@@ -715,6 +718,7 @@ static void reset_runner(judge *j, runner *r, const char *where)
     kf_rp_reply rep;
     int w = runner_wait(j, r, c.seq, KF_RP_DONE, &rep);
     if (w != WT_OK) fail_wait(j, r, w, where);
+    freeze_runner(r);
 }
 
 /* One call on runner r; returns the judge-clock time in µs (doorbell to answer + fence). */
@@ -735,6 +739,7 @@ static double call(judge *j, runner *r, const layout *L, int flags, const char *
     }
     j->be->fence(j->dev);
     double t1 = kf_util_now_s();
+    freeze_runner(r); /* after the clock: it stopped itself, or is stopped now */
     if (r->role == R_CAND) j->cand_used_s += t1 - t0;
     const char *who = role_name[r->role];
     if (rep->status == KF_RP_ST_ARCH) {
@@ -1068,7 +1073,9 @@ static double noop_rtt(judge *j, runner *r)
     int w = runner_wait(j, r, c.seq, KF_RP_DONE, &rep);
     if (w != WT_OK) fail_wait(j, r, w, "(overhead probe)");
     j->be->fence(j->dev);
-    return (kf_util_now_s() - t0) * 1e6;
+    double t1 = kf_util_now_s();
+    freeze_runner(r);
+    return (t1 - t0) * 1e6;
 }
 
 static void timing(judge *j)
