@@ -776,8 +776,8 @@ static double call(judge *j, runner *r, const layout *L, int flags, const char *
 }
 
 /* The candidate must not run while it is not being called: its runner's
- * CPU clock may not advance by more than CPU_SLACK_NS plus 2% of the wall
- * time (runtime housekeeping threads) between the moment it answered (or the
+ * CPU clock may not advance by more than CPU_SLACK_NS plus the backend's
+ * share of the wall time (runtime housekeeping threads) between the moment it answered (or the
  * last check) and now. Called before every candidate call and around
  * everything the judge does between calls. */
 static void idle_check(judge *j, const char *where)
@@ -785,7 +785,7 @@ static void idle_check(judge *j, const char *where)
     runner *c = &j->r[R_CAND];
     int64_t now = cpu_ns(c);
     double wall = kf_util_now_s();
-    double allowed = (double)CPU_SLACK_NS + 0.02 * (wall - j->cand_mark_wall) * 1e9;
+    double allowed = (double)CPU_SLACK_NS + j->be->idle_cpu_slack * (wall - j->cand_mark_wall) * 1e9;
     if (j->cand_mark >= 0 && now >= 0 && (double)(now - j->cand_mark) > allowed)
         finish(j, KF_REJECTED_CHEAT, "candidate",
                "the candidate used %.1f ms of CPU in %.1f ms while it was not being called %s: work left running "

@@ -78,6 +78,8 @@ typedef struct {
     int runner_profile;            /* kf_confine_profile of its runners */
     int reset_before_timed_call;   /* cuda: the baseline's runner resets device state first (untimed) */
     int freeze_runners;            /* cpu: baseline and candidate runners are SIGSTOPped between calls */
+    double idle_cpu_slack;         /* CPU a candidate runner may use while not called: this fraction of
+                                      the wall time, plus 2 ms (its runtime's housekeeping threads) */
 } kf_judge_backend;
 
 /* The backends. kf_judge_backend_cuda is NULL in builds without CUDA. */

@@ -194,6 +194,7 @@ const kf_judge_backend kf_judge_backend_cpu = {
     .runner_needs_as_unlimited = 0,
     .runner_profile = KF_CONFINE_RUNNER,
     .freeze_runners = 1,
+    .idle_cpu_slack = 0.02,
 };
 
 #ifndef KFARM_HAVE_CUDA
