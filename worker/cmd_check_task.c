@@ -3,8 +3,8 @@
  *
  * Decides whether a task can be served before any campaign spends time on it
  * (issue 7, "tasks checked on load"): the spec loads; the largest shape fits
- * this machine's memory (the judge holds three runner arenas and three
- * timing input sets of it); and, through the same judge as every evaluation,
+ * this machine's memory (three runner arenas of it plus the judge's own
+ * copies); and, through the same judge as every evaluation,
  * the task's own baseline and its seed candidate each pass validation against
  * the reference -- which also proves the reference runs here and that its
  * output depends on its inputs (a degenerate reference is refused).
@@ -31,7 +31,9 @@
 
 int kf_worker_cmd_check_task(int argc, char **argv);
 
-/* Bytes the judge needs for the largest shape: 3 runner arenas + 3 input sets. */
+/* Bytes an evaluation needs for the largest shape, roughly: three runner
+ * arenas (shared with the judge), the judge's host copies of inputs and
+ * outputs, and headroom. */
 static double task_bytes(const kf_task *t)
 {
     double best = 0;
