@@ -64,6 +64,7 @@
 #define _GNU_SOURCE
 #include "judge.h"
 #include "compare.h"
+#include "kf_cuda.h" /* kf_cuda_stats_of: median, min, mean, CV (GPU-independent) */
 #include "confine.h"
 #include "inputs.h"
 #include "kf_util.h"
@@ -272,14 +273,6 @@ static void drain_output(runner *r)
     }
 }
 
-static void close_from(int lowfd)
-{
-#ifdef SYS_close_range
-    if (syscall(SYS_close_range, (unsigned)lowfd, ~0U, 0) == 0) return;
-#endif
-    for (int fd = lowfd; fd < 4096; fd++) close(fd);
-}
-
 /* The confinement of a runner for role r (see confine.h), built before the
  * fork: the default allow-list globs and allocates. sodir holds the folder. */
 static void runner_spec(judge *j, runner *r, kf_confine_spec *specp, char *sodir, size_t sodir_cap)
@@ -336,7 +329,7 @@ __attribute__((noreturn)) static void runner_child(judge *j, runner *r, const kf
         dup2(fds[5], 6) < 0)
         _exit(125);
     fcntl(6, F_SETFD, FD_CLOEXEC);
-    close_from(7);
+    kf_sandbox_close_from(7);
     int info = 6;
 
     kf_confine_facts f;
@@ -991,35 +984,7 @@ static void validate(judge *j)
 
 /* ---------------- timing ---------------- */
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-typedef struct {
-    double median, min, mean, cv;
-    int n;
-} stats;
-
-static stats stats_of(double *v, int n)
-{
-    stats s = {0};
-    if (n <= 0) return s;
-    qsort(v, (size_t)n, sizeof(double), cmp_double);
-    s.n = n;
-    s.min = v[0];
-    s.median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-    double sum = 0;
-    for (int i = 0; i < n; i++) sum += v[i];
-    s.mean = sum / n;
-    double var = 0;
-    for (int i = 0; i < n; i++) var += (v[i] - s.mean) * (v[i] - s.mean);
-    s.cv = n > 1 && s.mean > 0 ? sqrt(var / (n - 1)) / s.mean : 0;
-    return s;
-}
-
-static json_t *stats_json(const stats *s, double overhead)
+static json_t *stats_json(const kf_cuda_stats *s, double overhead)
 {
     json_t *o = json_object();
     json_object_set_new(o, "median_us", json_real(s->median));
@@ -1093,7 +1058,8 @@ static void timing(judge *j)
     /* fixed overhead of one doorbell round trip, on the baseline's runner */
     double ov[41];
     for (int i = 0; i < 41; i++) ov[i] = noop_rtt(j, B);
-    stats os = stats_of(ov, 41);
+    kf_cuda_stats os;
+    kf_cuda_stats_of(ov, 41, &os);
     j->overhead_us = os.median;
 
     json_t *tj = json_object();
@@ -1133,7 +1099,8 @@ static void timing(judge *j)
          * everything a pair of calls costs the judge (inputs, flush, fence),
          * measured on the warm-up, and within what is left of the budget. */
         double pair_s = (kf_util_now_s() - warm_t0) / NSETS;
-        stats ws = stats_of(wb, NSETS);
+        kf_cuda_stats ws;
+        kf_cuda_stats_of(wb, NSETS, &ws);
         double per = ws.median > 1 ? ws.median * 1e-6 : 1e-6;
         int reps = (int)(target_s / per);
         double left_s = j->deadline - kf_util_now_s();
@@ -1211,13 +1178,17 @@ static void timing(judge *j)
         /* subtract the fixed doorbell overhead from both sides, but never
          * more than half of either side's median (a probe taken on a loaded
          * host must not turn a time into nothing) */
-        stats rb = stats_of(sb, n), rc = stats_of(sc, n);
+        kf_cuda_stats rb, rc;
+        kf_cuda_stats_of(sb, n, &rb);
+        kf_cuda_stats_of(sc, n, &rc);
         double ov = fmin(j->overhead_us, 0.5 * fmin(rb.median, rc.median));
         for (int i = 0; i < n; i++) {
             sb[i] -= ov;
             sc[i] -= ov;
         }
-        stats bs = stats_of(sb, n), cs = stats_of(sc, n);
+        kf_cuda_stats bs, cs;
+        kf_cuda_stats_of(sb, n, &bs);
+        kf_cuda_stats_of(sc, n, &cs);
         free(sb);
         free(sc);
         if (floor_us > 0 && raw_c_min < floor_us * 0.5)

@@ -103,7 +103,7 @@ static void scrub_env(const char *scratch)
     if (omp[0]) setenv("OMP_NUM_THREADS", omp, 1);
 }
 
-static void close_from(int lowfd)
+void kf_sandbox_close_from(int lowfd)
 {
 #ifdef SYS_close_range
     if (syscall(SYS_close_range, (unsigned)lowfd, ~0U, 0) == 0) return;
@@ -131,7 +131,7 @@ static void child_main(const kf_sandbox_req *req, pid_t parent, int rep_w, int o
     if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out_w, 1) < 0 || dup2(out_w, 2) < 0 ||
         dup2(rep_w, KF_SANDBOX_REPORT_FD) < 0)
         _exit(125);
-    close_from(KF_SANDBOX_REPORT_FD + 1);
+    kf_sandbox_close_from(KF_SANDBOX_REPORT_FD + 1);
 
     struct rlimit rl = {0, 0};
     setrlimit(RLIMIT_CORE, &rl);

@@ -112,6 +112,10 @@ void kf_sandbox_res_free(kf_sandbox_res *res);
  * by callbacks writing their report. */
 int kf_sandbox_write_all(int fd, const void *buf, size_t len);
 
+/* Close every descriptor from lowfd up (close_range, else a loop to 64 Ki).
+ * For a child between fork and exec. */
+void kf_sandbox_close_from(int lowfd);
+
 /* Child-side helper for callbacks that exec a program (the compiler):
  * execvp(argv[0], argv) and, if that fails, write "exec failed: <errno text>"
  * to stderr and KF_SANDBOX_EXEC_FAILED "<errno>\n" to the report descriptor,
