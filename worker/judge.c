@@ -445,6 +445,37 @@ static int64_t cpu_ns(runner *r)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* The runner's CPU clock once its calling thread is off the CPU. Linux
+ * adds a running thread's time to the clock another process reads only
+ * when that thread is descheduled or at the next scheduler tick (up to
+ * 1/CONFIG_HZ, 4 ms at HZ=250), so a sample taken while the runner is
+ * still returning from its answer reads low by up to a tick, and the next
+ * idle check would charge that tick as work done after the answer (seen
+ * in CI on a loaded 2-core machine: "4.0 ms of CPU in 5.0 ms"). A stopped
+ * runner is off the CPU; otherwise wait up to 5 ms for its main thread to
+ * block (it blocks on the next command at once unless the candidate keeps
+ * it busy, which the idle check then sees). Returns -1 when unreadable. */
+static int64_t settled_cpu_ns(runner *r)
+{
+    if (!r->frozen && !r->dead) {
+        char path[64], buf[256];
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)r->pid);
+        for (int i = 0; i < 100; i++) {
+            int fd = open(path, O_RDONLY | O_CLOEXEC);
+            if (fd < 0) break;
+            ssize_t n = read(fd, buf, sizeof(buf) - 1);
+            close(fd);
+            if (n <= 0) break;
+            buf[n] = 0;
+            const char *rp = strrchr(buf, ')'); /* "pid (comm) S ..." */
+            if (!rp || rp[1] != ' ' || rp[2] != 'R') break;
+            struct timespec ts = {0, 50000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    return cpu_ns(r);
+}
+
 enum { WT_OK = 0, WT_TIMEOUT = -1, WT_DIED = -2, WT_PROTO = -3 };
 
 /* Stop r until its next command (SIGSTOP cannot be caught): a runner that
@@ -726,13 +757,13 @@ static double call(judge *j, runner *r, const layout *L, int flags, const char *
     if (runner_send(j, r, &c) != 0) fail_wait(j, r, WT_DIED, where);
     int w = runner_wait(j, r, c.seq, KF_RP_DONE, rep);
     if (w != WT_OK) fail_wait(j, r, w, where);
-    if (r->role == R_CAND) { /* from its answer on, it must be idle */
-        j->cand_mark = cpu_ns(r);
-        j->cand_mark_wall = kf_util_now_s();
-    }
     j->be->fence(j->dev);
     double t1 = kf_util_now_s();
     freeze_runner(r); /* after the clock: it stopped itself, or is stopped now */
+    if (r->role == R_CAND) { /* from its answer on, it must be idle */
+        j->cand_mark = settled_cpu_ns(r);
+        j->cand_mark_wall = kf_util_now_s();
+    }
     if (r->role == R_CAND) j->cand_used_s += t1 - t0;
     const char *who = role_name[r->role];
     if (rep->status == KF_RP_ST_ARCH) {
