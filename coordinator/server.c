@@ -663,7 +663,8 @@ static void handle(kf_server *s, const uint8_t *msg, size_t len)
         : req->msg_case == KFARM__REQUEST__MSG_REGISTER ? req->register_->worker_id
         : req->msg_case == KFARM__REQUEST__MSG_GET_JOB ? req->get_job->worker_id
         : req->msg_case == KFARM__REQUEST__MSG_HEARTBEAT ? req->heartbeat->worker_id
-        : req->msg_case == KFARM__REQUEST__MSG_RESULT ? req->result->worker_id : NULL;
+        : req->msg_case == KFARM__REQUEST__MSG_RESULT ? req->result->worker_id
+        : req->msg_case == KFARM__REQUEST__MSG_GOODBYE ? req->goodbye->worker_id : NULL;
     if (!req) {
         kf_log("rejected request from %s: malformed body (%zu bytes)", f.id, f.body_len);
         rep.status = KFARM__STATUS__REJECTED;
@@ -696,6 +697,18 @@ static void handle(kf_server *s, const uint8_t *msg, size_t len)
         case KFARM__REQUEST__MSG_RESULT:
             on_result(s, req->result, &rep, dbuf, sizeof(dbuf));
             break;
+        case KFARM__REQUEST__MSG_GOODBYE: {
+            const char *pg[2] = { f.id, who.instance };
+            if (kf_db_cmd(s->db, "UPDATE worker_credentials SET instance_id = NULL"
+                                 " WHERE name = $1 AND instance_id = $2", 2, pg, err, sizeof(err)) < 0) {
+                rep.status = KFARM__STATUS__ERROR;
+                set_detail(&rep, dbuf, sizeof(dbuf), err);
+            } else {
+                kf_log("worker %s (instance %.8s) stopped and gave its identity back", f.id, who.instance);
+                rep.status = KFARM__STATUS__OK;
+            }
+            break;
+        }
         default:
             rep.status = KFARM__STATUS__REJECTED;
             set_detail(&rep, dbuf, sizeof(dbuf), "empty or unknown request");

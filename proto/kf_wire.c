@@ -156,7 +156,7 @@ int kf_cred_parse(const char *text, char *name, kf_wire_key *k, char *err, size_
         snprintf(err, errlen, "malformed worker credential (name or secret)");
         return -1;
     }
-    snprintf(name, KF_WIRE_ID_MAX + 1, "%s", nm);
+    snprintf(name, KF_WIRE_ID_MAX + 1, "%.128s", nm);
     int rc = kf_cred_derive(nm, secret, sizeof(secret), k, err, errlen);
     OPENSSL_cleanse(secret, sizeof(secret));
     OPENSSL_cleanse(hex, sizeof(hex));

@@ -51,7 +51,7 @@
 
 typedef struct {
     const char *coordinator;
-    char worker_id[128];
+    char worker_id[KF_WIRE_ID_MAX + 1];
     char work_dir[1024];
     char cache_dir[1100];
     int poll_ms;
@@ -687,6 +687,15 @@ int kf_daemon_main(int argc, char **argv)
         kfarm__reply__free_unpacked(next.rep, NULL);
     }
     logmsg("worker %s stopping after %d job(s)", c.worker_id, done);
+    if (!c.exit_code) { /* give the identity back (best effort, one try) */
+        Kfarm__Goodbye bye = KFARM__GOODBYE__INIT;
+        bye.worker_id = c.worker_id;
+        Kfarm__Request breq = KFARM__REQUEST__INIT;
+        breq.msg_case = KFARM__REQUEST__MSG_GOODBYE;
+        breq.goodbye = &bye;
+        Kfarm__Reply *brep;
+        if (call(&c, &breq, &brep) == 0) kfarm__reply__free_unpacked(brep, NULL);
+    }
     nn_close(c.sock);
     OPENSSL_cleanse(&c.wc.key, sizeof(c.wc.key));
     return c.exit_code;
