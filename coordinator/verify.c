@@ -47,8 +47,8 @@ int kf_verify_consider(kf_db *db, const char *campaign_id, const char *target, c
 #define CV_SQL(A)                                                                              \
     "COALESCE((SELECT max(GREATEST((s->'candidate'->>'cv')::float8,"                          \
     "                              (s->'baseline'->>'cv')::float8))"                          \
-    "          FROM jsonb_array_elements(CASE WHEN jsonb_typeof(" A ".metrics->'shapes') = 'array'" \
-    "                                    THEN " A ".metrics->'shapes' ELSE '[]' END) s), 0)"
+    "          FROM jsonb_array_elements(CASE WHEN jsonb_typeof(" A ".metrics->'timing'->'shapes')" \
+    "            = 'array' THEN " A ".metrics->'timing'->'shapes' ELSE '[]' END) s), 0)"
 
 int kf_verify_conclude(kf_db *db, const kf_queue_config *cfg, const char *orig_eval_id,
                        const char *verify_job_id, char *err, size_t errlen)
@@ -78,8 +78,14 @@ int kf_verify_conclude(kf_db *db, const kf_queue_config *cfg, const char *orig_e
 
     const char *state;
     char detail[512];
+    int same = strcmp(w1, w2) == 0;
     if (!strcmp(verdict, "ok") && s1 > 0 && s2 > 0) {
-        double tol = fmax(log(1.5), 4.0 * sqrt(cv1 * cv1 + cv2 * cv2));
+        /* Two workers: the noise both measured (the smaller CV), so that
+         * neither side can widen the allowance by claiming a noisy run. One
+         * worker re-timed: its own noise (the larger CV). */
+        double cv = same ? fmax(cv1, cv2) : fmin(cv1, cv2);
+        if (!(cv >= 0)) cv = 0;
+        double tol = fmax(log(1.5), 4.0 * M_SQRT2 * cv);
         double d = fabs(log(s1 / s2));
         state = d <= tol ? "confirmed" : "disputed";
         snprintf(detail, sizeof(detail),
@@ -99,7 +105,8 @@ int kf_verify_conclude(kf_db *db, const kf_queue_config *cfg, const char *orig_e
             " WHERE id = $1::bigint", 5, pu, err, errlen) < 0)
         return -1;
     kf_log("evaluation %s %s", orig_eval_id, detail);
-    if (state[0] == 'i') return 0; /* inconclusive */
+    /* a worker re-timed alone says nothing about its honesty */
+    if (state[0] == 'i' || same) return 0; /* inconclusive */
     int agree = state[0] == 'c';
     char qd[16];
     snprintf(qd, sizeof(qd), "%d", KF_VERIFY_QUARANTINE_DISPUTES);

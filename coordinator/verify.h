@@ -11,14 +11,17 @@
  * before a short delay: re-timed later, as BOINC re-runs on one host when it
  * has no other). When the verification's result arrives it is compared:
  *
- *   both ok and |ln(s1/s2)| <= max(ln 1.5, 4 * sqrt(cv1^2 + cv2^2))  -> confirmed
+ *   both ok and |ln(s1/s2)| <= max(ln 1.5, 4 * sqrt(2) * cv)          -> confirmed
  *   the verifier says it fails (incorrect, cheat, crash, timeout ...) -> disputed
  *   speedups further apart than the measured noise allows            -> disputed
  *   the verifier could not evaluate (infra_error, unsupported)        -> inconclusive
  *
- * (s = speedup, cv = the largest coefficient of variation of any benchmark
- * shape on either side, from the metrics the judge reports.) A dispute adds
- * one to both workers' `disputes`, an agreement to both `agreements`; a
+ * (s = speedup; per evaluation, its largest coefficient of variation of any
+ * benchmark shape and side, from the judge's metrics; cv = the smaller of the
+ * two when two workers took part, so that a liar cannot widen the allowance
+ * by claiming a noisy run, the larger when one worker re-timed itself.) A
+ * dispute between two workers adds one to both workers' `disputes`, an
+ * agreement to both `agreements` (a worker re-timed alone changes neither); a
  * worker whose disputes reach KF_VERIFY_QUARANTINE_DISPUTES and outnumber
  * its agreements is quarantined. After every conclusion the next would-be
  * best is considered, so a disputed winner hands the title down.

@@ -15,11 +15,12 @@ T_PASS=0
 T_FAIL=0
 
 t_cleanup() {
+  local rc=$?
   for p in "${T_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   sleep 0.3
   for p in "${T_PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
   { wait; } 2>/dev/null || true
-  if [ "$T_FAIL" -eq 0 ]; then rm -rf "$T_DIR"; else echo "logs kept in $T_DIR" >&2; fi
+  if [ "$T_FAIL" -eq 0 ] && [ "$rc" -eq 0 ]; then rm -rf "$T_DIR"; else echo "logs kept in $T_DIR" >&2; fi
 }
 trap t_cleanup EXIT
 
