@@ -144,11 +144,26 @@ int main(int argc, char **argv)
         }
         struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
         inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+        int first_errno = 0;
         for (int i = 0; i < n; i++) {
-            int fd = socket(AF_INET, SOCK_STREAM, 0);
-            if (fd < 0) break;
-            if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) open_n++;
+            int ok = 0;
+            for (int t = 0; t < 50 && !ok; t++) { /* the listener accepts at its pace */
+                int fd = socket(AF_INET, SOCK_STREAM, 0);
+                if (fd < 0) {
+                    first_errno = first_errno ? first_errno : errno;
+                    break;
+                }
+                if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) ok = 1;
+                else {
+                    first_errno = first_errno ? first_errno : errno;
+                    close(fd);
+                    sleep_ms(20);
+                }
+            }
+            open_n += ok;
+            if (i % 100 == 99) sleep_ms(20);
         }
+        if (open_n < n) fprintf(stderr, "kf_probe: idle: first failure: %s\n", strerror(first_errno));
         printf("idle connections open: %d\n", open_n);
         fflush(stdout);
         sleep((unsigned)secs);
