@@ -87,7 +87,7 @@ log "coordinator CPU per unauthenticated 1-8 MiB frame: ${us} us"
 check "unauthenticated big frames cost well under 1 ms of CPU each (${us} us)" test "$us" -lt 500
 
 # ---- idle connections ----
-probe - "$TCP" idle 2000 60 >"$T_DIR/idle.txt" &
+"$KFARM_BIN/kf_probe" - "$TCP" idle 2000 60 >"$T_DIR/idle.txt" &
 T_PIDS+=($!)
 wait_for 30 "SELECT true" >/dev/null; sleep 3
 check "2,000 idle connections are open" grep -q "open: 2000" "$T_DIR/idle.txt"
