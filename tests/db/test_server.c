@@ -422,7 +422,7 @@ int main(void)
     /* serve the verification jobs the results asked for (as fake-2, which
      * reported nothing that is verified) until the campaign is done */
     int finished = 0;
-    for (int i = 0; i < 60 && !finished; i++) {
+    for (int i = 0; i < 150 && !finished; i++) {
         rep = get_job(&w2, "fake-2");
         if (rep && rep->job) {
             res.worker_id = "fake-2";
