@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <curl/curl.h>
 
 #include "campaign.h"
@@ -62,7 +63,7 @@ static void usage(FILE *f)
         "  --no-migrate           do not apply schema migrations at start\n"
         "  -h, --help             this help\n"
         "\n"
-        "The fleet key comes from $KFARM_FLEET_KEY_FILE or $KFARM_FLEET_KEY.\n"
+        "Workers authenticate with their own credentials (kfarm worker add NAME).\n"
         "Logs one line per event to stderr.\n");
 }
 
@@ -140,12 +141,14 @@ int main(int argc, char **argv)
     if (cfg.n_listen == 0) cfg.listen[cfg.n_listen++] = "tcp://0.0.0.0:7471";
 
     char err[1024];
-    kf_wire_key key;
-    if (kf_wire_key_load(&key, NULL, err, sizeof(err)) < 0) {
-        fprintf(stderr, "kfarm-coordinator: %s\n", err);
-        return 1;
+    /* Idle connections cost a file descriptor each: take the hard limit
+     * (deploy/kfarm-coordinator.service raises it), so a crowd of idle
+     * peers cannot starve the workers of connections. */
+    struct rlimit nof;
+    if (getrlimit(RLIMIT_NOFILE, &nof) == 0 && nof.rlim_cur < nof.rlim_max) {
+        nof.rlim_cur = nof.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &nof);
     }
-    cfg.key = &key;
 
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
@@ -227,7 +230,10 @@ int main(int argc, char **argv)
         }
         if (db_down) kf_log("database connection restored");
         db_down = 0;
-        if (kf_queue_reap(db, NULL, NULL, err, sizeof(err)) < 0) kf_log("reaper: %s", err);
+        /* the pulse first: leases are pushed back by any outage before the
+         * reaper looks at them */
+        if (kf_queue_pulse(db, 3.0, NULL, err, sizeof(err)) < 0) kf_log("pulse: %s", err);
+        else if (kf_queue_reap(db, NULL, NULL, err, sizeof(err)) < 0) kf_log("reaper: %s", err);
         if (kf_campaign_tick(db, err, sizeof(err)) < 0) kf_log("campaigns: %s", err);
     }
     if (g_stop) kf_log("signal %d: shutting down", (int)g_stop);

@@ -446,7 +446,8 @@ int kf_prompt_build(kf_db *db, int64_t campaign_id, int64_t parent_id,
         "SELECT j.target, j.state, e.verdict, e.detail, e.candidate_us, e.baseline_us, e.speedup,"
         " e.metrics::text, e.compile_log FROM jobs j "
         "LEFT JOIN evaluations e ON e.job_id = j.id AND e.is_final "
-        "WHERE j.candidate_id = $2::bigint AND j.campaign_id = $1::bigint ORDER BY j.target",
+        "WHERE j.candidate_id = $2::bigint AND j.campaign_id = $1::bigint AND j.purpose = 'eval' "
+        "ORDER BY j.target",
         2, p2, err, errlen);
     if (!fb) {
         free(parent_src);
@@ -533,7 +534,7 @@ int kf_prompt_build(kf_db *db, int64_t campaign_id, int64_t parent_id,
             "(SELECT e.created_at, 'candidate ' || k.id || ' (' || j.target || '): ' || e.verdict"
             "   || COALESCE(': ' || left(regexp_replace(e.detail, '\\s+', ' ', 'g'), 240), '') AS line"
             " FROM evaluations e JOIN jobs j ON j.id = e.job_id JOIN candidates k ON k.id = e.candidate_id"
-            " WHERE j.campaign_id = $1::bigint AND e.is_final AND e.verdict <> 'ok'"
+            " WHERE j.campaign_id = $1::bigint AND j.purpose = 'eval' AND e.is_final AND e.verdict <> 'ok'"
             " ORDER BY e.id DESC LIMIT $2::int)"
             " UNION ALL "
             "(SELECT p.finished_at, 'proposal ' || p.id || ': ' || left(p.reason, 240)"

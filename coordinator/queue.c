@@ -14,8 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+
 #include "kf_verdict.h"
+#include "kf_wire.h"
 #include "log.h"
+#include "verify.h"
 
 void kf_queue_config_default(kf_queue_config *cfg)
 {
@@ -62,24 +67,35 @@ kf_queue_status kf_queue_lease(kf_db *db, const kf_queue_config *cfg, const char
         snprintf(err, errlen, "worker %s is quarantined (repeated infra_error)", worker_id);
         return KF_Q_NO_JOB;
     }
-    const char *p[3] = { worker_id, use, lease };
+    char tokhex[2 * KF_QUEUE_TOKEN_LEN + 1];
+    if (RAND_bytes(out->lease_token, KF_QUEUE_TOKEN_LEN) != 1) {
+        free(use);
+        snprintf(err, errlen, "RAND_bytes failed");
+        return KF_Q_ERROR;
+    }
+    kf_wire_hex(out->lease_token, KF_QUEUE_TOKEN_LEN, tokhex);
+    const char *p[4] = { worker_id, use, lease, tokhex };
     PGresult *r = kf_db_exec(db,
         "UPDATE jobs SET state = 'leased', fencing_token = nextval('fencing_seq'),"
+        "  lease_token = decode($4, 'hex'),"
         "  attempts = attempts + 1, worker_id = $1, leased_at = now(),"
         "  lease_deadline = now() + $3::bigint * interval '1 millisecond' "
         "WHERE id = (SELECT j.id FROM jobs j JOIN campaigns c ON c.id = j.campaign_id"
         "            WHERE j.state = 'queued' AND c.state = 'running'"
         "              AND j.target = ANY($2::text[])"
+        "              AND (j.not_before IS NULL OR j.not_before <= now())"
         /* infra_error is the worker's fault: retry elsewhere while another
-         * live, unquarantined worker serves the target (else here). */
-        "              AND NOT (EXISTS (SELECT 1 FROM evaluations e WHERE e.job_id = j.id"
-        "                                 AND e.worker_id = $1 AND e.verdict = 'infra_error' AND e.reported)"
+         * live, unquarantined worker serves the target (else here); a
+         * verification job avoids the worker it verifies the same way. */
+        "              AND NOT ((COALESCE(j.avoid_worker = $1, false) OR EXISTS (SELECT 1 FROM evaluations e"
+        "                                 WHERE e.job_id = j.id AND e.worker_id = $1"
+        "                                   AND e.verdict = 'infra_error' AND e.reported))"
         "                   AND EXISTS (SELECT 1 FROM workers w WHERE w.id <> $1 AND NOT w.quarantined"
         "                                 AND j.target = ANY(w.classes)"
         "                                 AND w.last_seen > now() - $3::bigint * interval '1 millisecond'))"
-        "            ORDER BY j.id FOR UPDATE OF j SKIP LOCKED LIMIT 1) "
+        "            ORDER BY (j.purpose = 'verify') DESC, j.id FOR UPDATE OF j SKIP LOCKED LIMIT 1) "
         "RETURNING id, fencing_token, candidate_id, campaign_id, COALESCE(seed, id),"
-        "  attempts, target", 3, p, err, errlen);
+        "  attempts, target, purpose = 'verify'", 4, p, err, errlen);
     free(use);
     if (!r) return KF_Q_ERROR;
     if (PQntuples(r) == 0) {
@@ -93,33 +109,63 @@ kf_queue_status kf_queue_lease(kf_db *db, const kf_queue_config *cfg, const char
     out->campaign_id = kf_db_i64(r, 0, 3, 0);
     out->seed = kf_db_i64(r, 0, 4, 0);
     out->attempt = (int)kf_db_i64(r, 0, 5, 0);
+    out->verify = strcmp(PQgetvalue(r, 0, 7), "t") == 0;
     snprintf(out->target, sizeof(out->target), "%s", PQgetvalue(r, 0, 6));
     PQclear(r);
     return KF_Q_OK;
 }
 
+/* Does the stored lease token (bytea as returned in text form "\x..") match
+ * token? Constant time in the token. */
+static int token_matches(const char *stored_text, const uint8_t *token, size_t len)
+{
+    uint8_t stored[KF_QUEUE_TOKEN_LEN];
+    if (!token || len != KF_QUEUE_TOKEN_LEN || !stored_text || strncmp(stored_text, "\\x", 2) != 0 ||
+        kf_wire_unhex(stored_text + 2, stored, sizeof(stored)) < 0)
+        return 0;
+    return CRYPTO_memcmp(stored, token, KF_QUEUE_TOKEN_LEN) == 0;
+}
+
 kf_queue_status kf_queue_heartbeat(kf_db *db, const kf_queue_config *cfg, const char *worker_id,
-                                   int64_t job_id, int64_t token, char *err, size_t errlen)
+                                   int64_t job_id, int64_t token, const uint8_t *lease_token,
+                                   size_t lease_token_len, char *err, size_t errlen)
 {
     char job[24], tok[24], lease[24];
     i64s(job, job_id);
     i64s(tok, token);
     i64s(lease, cfg->lease_ms);
-    const char *p[3] = { job, tok, lease };
-    PGresult *r = kf_db_exec(db,
-        "UPDATE jobs SET lease_deadline = now() + $3::bigint * interval '1 millisecond' "
-        "WHERE id = $1::bigint AND fencing_token = $2::bigint AND state = 'leased' RETURNING id",
-        3, p, err, errlen);
-    if (!r) return KF_Q_ERROR;
-    int ok = PQntuples(r) == 1;
-    PQclear(r);
     const char *pw[1] = { worker_id };
     char e2[128];
     kf_db_cmd(db, "UPDATE workers SET last_seen = now() WHERE id = $1", 1, pw, e2, sizeof(e2));
-    if (!ok) {
-        snprintf(err, errlen, "lease of job %lld with token %lld is not current",
-                 (long long)job_id, (long long)token);
-        return KF_Q_STALE;
+    if (kf_db_begin(db, err, errlen) < 0) return KF_Q_ERROR;
+    const char *p[3] = { job, tok, worker_id };
+    PGresult *r = kf_db_exec(db,
+        "SELECT lease_token, worker_id = $3 FROM jobs WHERE id = $1::bigint"
+        " AND fencing_token = $2::bigint AND state = 'leased' FOR UPDATE", 3, p, err, errlen);
+    if (!r) {
+        kf_db_rollback(db);
+        return KF_Q_ERROR;
+    }
+    int current = PQntuples(r) == 1;
+    int mine = current && strcmp(PQgetvalue(r, 0, 1), "t") == 0;
+    int good = mine && token_matches(PQgetvalue(r, 0, 0), lease_token, lease_token_len);
+    PQclear(r);
+    if (!current || !mine || !good) {
+        kf_db_rollback(db);
+        if (!current)
+            snprintf(err, errlen, "lease of job %lld with token %lld is not current",
+                     (long long)job_id, (long long)token);
+        else
+            snprintf(err, errlen, "job %lld: %s", (long long)job_id,
+                     !mine ? "leased to another worker" : "wrong lease token");
+        return current ? KF_Q_REJECTED : KF_Q_STALE;
+    }
+    const char *pu[2] = { job, lease };
+    if (kf_db_cmd(db, "UPDATE jobs SET lease_deadline = now() + $2::bigint * interval '1 millisecond' "
+                      "WHERE id = $1::bigint", 2, pu, err, errlen) < 0 ||
+        kf_db_commit(db, err, errlen) < 0) {
+        kf_db_rollback(db);
+        return KF_Q_ERROR;
     }
     return KF_Q_OK;
 }
@@ -169,7 +215,8 @@ static int blames_task(const char *metrics)
 }
 
 kf_queue_status kf_queue_result(kf_db *db, const kf_queue_config *cfg, const char *worker_id,
-                                int64_t job_id, int64_t token, const kf_result *res,
+                                int64_t job_id, int64_t token, const uint8_t *lease_token,
+                                size_t lease_token_len, const kf_result *res,
                                 int *requeued, char *err, size_t errlen)
 {
     if (requeued) *requeued = 0;
@@ -189,7 +236,8 @@ kf_queue_status kf_queue_result(kf_db *db, const kf_queue_config *cfg, const cha
     if (kf_db_begin(db, err, errlen) < 0) goto out;
     const char *pj[1] = { job };
     PGresult *r = kf_db_exec(db,
-        "SELECT state, fencing_token, attempts, max_attempts, candidate_id "
+        "SELECT state, fencing_token, attempts, max_attempts, candidate_id, worker_id,"
+        " lease_token, purpose, verifies, campaign_id, target "
         "FROM jobs WHERE id = $1::bigint FOR UPDATE", 1, pj, err, errlen);
     if (!r) goto fail;
     if (PQntuples(r) == 0) {
@@ -204,16 +252,28 @@ kf_queue_status kf_queue_result(kf_db *db, const kf_queue_config *cfg, const cha
     int attempts = (int)kf_db_i64(r, 0, 2, 0);
     int max_attempts = (int)kf_db_i64(r, 0, 3, 0);
     snprintf(cand, sizeof(cand), "%s", PQgetvalue(r, 0, 4));
+    int holder = !PQgetisnull(r, 0, 5) && strcmp(PQgetvalue(r, 0, 5), worker_id) == 0;
+    int token_ok = token_matches(PQgetvalue(r, 0, 6), lease_token, lease_token_len);
+    int is_verify = strcmp(PQgetvalue(r, 0, 7), "verify") == 0;
+    char verifies[24], campaign[24], target[160];
+    snprintf(verifies, sizeof(verifies), "%s", PQgetvalue(r, 0, 8));
+    snprintf(campaign, sizeof(campaign), "%s", PQgetvalue(r, 0, 9));
+    snprintf(target, sizeof(target), "%s", PQgetvalue(r, 0, 10));
     PQclear(r);
 
     const char *pe[2] = { job, tok };
-    r = kf_db_exec(db, "SELECT reported FROM evaluations WHERE job_id = $1::bigint "
+    r = kf_db_exec(db, "SELECT reported, worker_id FROM evaluations WHERE job_id = $1::bigint "
                        "AND fencing_token = $2::bigint", 2, pe, err, errlen);
     if (!r) goto fail;
     if (PQntuples(r) > 0) {
         int reported = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+        int own = !PQgetisnull(r, 0, 1) && strcmp(PQgetvalue(r, 0, 1), worker_id) == 0;
         PQclear(r);
-        if (reported) {
+        if (!own) {
+            snprintf(err, errlen, "lease %lld of job %lld belonged to another worker",
+                     (long long)token, (long long)job_id);
+            st = KF_Q_REJECTED;
+        } else if (reported) {
             snprintf(err, errlen, "result for job %lld token %lld already stored",
                      (long long)job_id, (long long)token);
             st = KF_Q_DUPLICATE;
@@ -229,6 +289,12 @@ kf_queue_status kf_queue_result(kf_db *db, const kf_queue_config *cfg, const cha
         snprintf(err, errlen, "token %lld of job %lld is not current (job %s, token %lld)",
                  (long long)token, (long long)job_id, state, (long long)cur);
         st = KF_Q_STALE;
+        goto fail;
+    }
+    if (!holder || !token_ok) {
+        snprintf(err, errlen, "job %lld: %s", (long long)job_id,
+                 !holder ? "leased to another worker" : "wrong lease token");
+        st = KF_Q_REJECTED;
         goto fail;
     }
 
@@ -250,6 +316,10 @@ kf_queue_status kf_queue_result(kf_db *db, const kf_queue_config *cfg, const cha
             " VALUES ($1::bigint, $2::bigint, $3::int, $4, $5::bigint, $6, $7, $8::jsonb,"
             "  $9::float8, $10::float8, $11::float8, $12, $13::boolean)",
             13, pi, err, errlen) < 0)
+        goto fail;
+    if (!retry && is_verify && kf_verify_conclude(db, cfg, verifies, job, err, errlen) < 0) goto fail;
+    if (!retry && (is_verify || (v == KF_OK && res->speedup > 0)) &&
+        kf_verify_consider(db, campaign, target, err, errlen) < 0)
         goto fail;
     if (kf_db_cmd(db, retry
             ? "UPDATE jobs SET state = 'queued', lease_deadline = NULL WHERE id = $1::bigint"
@@ -301,6 +371,34 @@ int kf_queue_release(kf_db *db, int64_t job_id, int64_t token, char *err, size_t
         2, p, err, errlen);
 }
 
+int kf_queue_pulse(kf_db *db, double gap_s, int *extended, char *err, size_t errlen)
+{
+    if (extended) *extended = 0;
+    char gap[32];
+    snprintf(gap, sizeof(gap), "%.3f", gap_s);
+    const char *p[1] = { gap };
+    /* One statement: the gap since the last pulse (row locked), the leases
+     * pushed back by it when it is an outage, the new pulse. */
+    PGresult *r = kf_db_exec(db,
+        "WITH prev AS (SELECT now() - last_alive AS gap FROM coordinator_pulse WHERE id = 1"
+        "              FOR UPDATE),"
+        " ext AS (UPDATE jobs SET lease_deadline = lease_deadline + prev.gap FROM prev"
+        "         WHERE jobs.state = 'leased' AND prev.gap > $1::float8 * interval '1 second'"
+        "         RETURNING jobs.id),"
+        " upd AS (UPDATE coordinator_pulse SET last_alive = now() WHERE id = 1 RETURNING 1)"
+        " SELECT (SELECT count(*) FROM ext), (SELECT extract(epoch FROM gap)::float8 FROM prev),"
+        "        (SELECT count(*) FROM upd)", 1, p, err, errlen);
+    if (!r) return -1;
+    int n = (int)kf_db_i64(r, 0, 0, 0);
+    double g = kf_db_f64(r, 0, 1, 0);
+    PQclear(r);
+    if (g > gap_s)
+        kf_log("coordinator or database away for %.1f s: %d lease(s) extended by the gap "
+               "(an outage is not the candidate's attempt)", g, n);
+    if (extended) *extended = n;
+    return 0;
+}
+
 int kf_queue_reap(kf_db *db, int *requeued, int *exhausted, char *err, size_t errlen)
 {
     if (requeued) *requeued = 0;
@@ -346,6 +444,13 @@ int kf_queue_reap(kf_db *db, int *requeued, int *exhausted, char *err, size_t er
         }
     }
     PQclear(r);
+    /* a verification that lost all its workers decides nothing */
+    if (kf_db_cmd(db,
+            "UPDATE evaluations e SET confirmation = 'inconclusive', confirmed_at = now(),"
+            " confirmation_detail = 'inconclusive: the verification job ended without a result'"
+            " FROM jobs j WHERE j.purpose = 'verify' AND j.state = 'done' AND j.verifies = e.id"
+            "   AND e.confirmation = 'pending'", 0, NULL, err, errlen) < 0)
+        return -1;
     return 0;
 }
 

@@ -12,7 +12,10 @@
  * Leasing is one UPDATE ... WHERE id = (SELECT ... FOR UPDATE SKIP LOCKED
  * LIMIT 1): concurrent coordinators/connections never hand out the same job
  * and never wait on each other. Each lease draws a new fencing token from a
- * fleet-wide sequence; heartbeats and results must carry the current token.
+ * fleet-wide sequence (the public lease number) and a 128-bit random lease
+ * token (the secret, RAND_bytes); heartbeats and results must come from the
+ * worker holding the lease and carry both, the token compared in constant
+ * time (CRYPTO_memcmp), so a lease cannot be guessed or taken over.
  * A lease that expires is recorded as an evaluation (reported = false) that
  * owns its token, so a late result with that token is refused as STALE.
  *
@@ -31,6 +34,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "db.h"
+
+#define KF_QUEUE_TOKEN_LEN 16 /* bytes of a lease token (128 bits) */
 
 typedef struct {
     int lease_ms;           /* lease length, ms (default 30000) */
@@ -57,6 +62,8 @@ typedef struct {
     int64_t seed;            /* input RNG seed (job id unless set) */
     int attempt;             /* 1-based lease count of this job */
     char target[128];
+    uint8_t lease_token[KF_QUEUE_TOKEN_LEN]; /* random secret of this lease */
+    int verify;              /* a verification job (re-evaluates a would-be best) */
 } kf_lease;
 
 /* Lease the oldest queued job of a running campaign whose target is one of
@@ -70,7 +77,8 @@ kf_queue_status kf_queue_lease(kf_db *db, const kf_queue_config *cfg, const char
 /* Extend the lease of (job, token) to now + lease_ms. KF_Q_OK, KF_Q_STALE,
  * or KF_Q_ERROR. */
 kf_queue_status kf_queue_heartbeat(kf_db *db, const kf_queue_config *cfg, const char *worker_id,
-                                   int64_t job_id, int64_t token, char *err, size_t errlen);
+                                   int64_t job_id, int64_t token, const uint8_t *lease_token,
+                                   size_t lease_token_len, char *err, size_t errlen);
 
 /* A worker's report. Strings may be NULL; times in µs, <= 0 or non-finite
  * means "not measured" (stored as NULL). */
@@ -88,13 +96,21 @@ typedef struct {
  * verdict) or KF_Q_ERROR (database; nothing stored, the worker retries).
  * *requeued (optional) is set when an infra_error put the job back. */
 kf_queue_status kf_queue_result(kf_db *db, const kf_queue_config *cfg, const char *worker_id,
-                                int64_t job_id, int64_t token, const kf_result *res,
+                                int64_t job_id, int64_t token, const uint8_t *lease_token,
+                                size_t lease_token_len, const kf_result *res,
                                 int *requeued, char *err, size_t errlen);
 
 /* Undo a lease that never reached the worker (the reply could not be built
  * or sent): back to queued, the attempt not counted. Only if (job, token) is
  * still the current lease. Returns 0 or -1 with reason. */
 int kf_queue_release(kf_db *db, int64_t job_id, int64_t token, char *err, size_t errlen);
+
+/* Record the coordinator's pulse; when the previous one is more than
+ * gap_s seconds old (the coordinator was frozen or down, or the database
+ * was), first extend every current lease by the gap, so the reaper never
+ * charges an outage as an attempt. *extended (optional): leases extended.
+ * Returns 0 or -1 with reason. */
+int kf_queue_pulse(kf_db *db, double gap_s, int *extended, char *err, size_t errlen);
 
 /* Return expired leases to the queue, or finish jobs whose attempts are
  * exhausted with a final runtime_error. Counts are optional outputs.

@@ -18,16 +18,30 @@
 
 #include <nanomsg/nn.h>
 #include <nanomsg/reqrep.h>
+#include <openssl/crypto.h>
 
 #include "kf_util.h"
 #include "log.h"
+
+/* Unauthenticated frames answered per second, and refusal log lines per
+ * second; beyond them frames are dropped unanswered and counted. */
+#define KF_SERVER_UNAUTH_PER_S 200
+#define KF_SERVER_LOG_PER_S 5
 
 struct kf_server {
     int sock;
     const kf_server_config *cfg;
     kf_db *db;
     kf_replay *replay;
+    double rate_window;      /* start of the current one-second window */
+    int unauth_in_window, logs_in_window, suppressed;
 };
+
+/* The authenticated sender of the request being handled. */
+typedef struct {
+    const char *id;          /* the frame's worker name (MAC verified) */
+    char instance[2 * KF_WIRE_INSTANCE_LEN + 1];
+} peer;
 
 kf_server *kf_server_new(const kf_server_config *cfg, kf_db *db, char *err, size_t errlen)
 {
@@ -48,7 +62,7 @@ kf_server *kf_server_new(const kf_server_config *cfg, kf_db *db, char *err, size
         free(s);
         return NULL;
     }
-    if (kf_wire_socket_setup(s->sock, 5000, -1, err, errlen) < 0) goto fail;
+    if (kf_wire_socket_setup(s->sock, KF_WIRE_MAX_REQ, 5000, -1, err, errlen) < 0) goto fail;
     for (int i = 0; i < cfg->n_listen; i++) {
         if (nn_bind(s->sock, cfg->listen[i]) < 0) {
             snprintf(err, errlen, "cannot listen on %s: %s", cfg->listen[i],
@@ -132,8 +146,15 @@ static char *devices_json(const Kfarm__Register *m)
     return s;
 }
 
-static void on_register(kf_server *s, const Kfarm__Register *m, Kfarm__Reply *rep, char *dbuf,
-                        size_t dcap)
+/* The window in which a process is called live (ms): a second process
+ * claiming the same identity inside it is refused. */
+static int live_window_ms(const kf_server *s)
+{
+    return s->cfg->queue.lease_ms > 15000 ? s->cfg->queue.lease_ms : 15000;
+}
+
+static void on_register(kf_server *s, const peer *who, const Kfarm__Register *m, Kfarm__Reply *rep,
+                        char *dbuf, size_t dcap)
 {
     if (!ok_str(m->worker_id, 128) || !ok_classes(m->classes, m->n_classes) ||
         m->n_devices > 256) {
@@ -141,8 +162,44 @@ static void on_register(kf_server *s, const Kfarm__Register *m, Kfarm__Reply *re
         set_detail(rep, dbuf, dcap, "register: bad worker_id, classes or devices");
         return;
     }
-    char *dev = devices_json(m);
     char err[512];
+    /* One live process per identity: take the identity over only when the
+     * process that held it has been silent for the live window. */
+    char win[24];
+    snprintf(win, sizeof(win), "%d", live_window_ms(s));
+    const char *host = m->hostname && kf_db_utf8_valid(m->hostname, strlen(m->hostname)) ? m->hostname : "?";
+    const char *pi[4] = { who->id, who->instance, win, host };
+    PGresult *ir = kf_db_exec(s->db,
+        "WITH old AS (SELECT instance_id, instance_host,"
+        "               extract(epoch FROM now() - instance_seen)::float8 AS age"
+        "             FROM worker_credentials WHERE name = $1 FOR UPDATE),"
+        " upd AS (UPDATE worker_credentials w SET instance_id = $2, instance_host = left($4, 256),"
+        "           instance_seen = now() FROM old"
+        "         WHERE w.name = $1 AND (old.instance_id IS NULL OR old.instance_id = $2"
+        "               OR old.age * 1000 > $3::float8) RETURNING 1)"
+        " SELECT (SELECT count(*) FROM upd), old.instance_id, old.instance_host, old.age FROM old",
+        4, pi, err, sizeof(err));
+    if (!ir || PQntuples(ir) != 1) {
+        if (ir) PQclear(ir);
+        rep->status = KFARM__STATUS__ERROR;
+        set_detail(rep, dbuf, dcap, ir ? "register: identity vanished" : err);
+        return;
+    }
+    if (kf_db_i64(ir, 0, 0, 0) == 0) {
+        char msg[512];
+        snprintf(msg, sizeof(msg),
+                 "worker identity %s is already in use by a live process (instance %.8s on host "
+                 "%.64s, last message %.1f s ago); a second process with one identity is refused "
+                 "(issue each machine its own: kfarm worker add NAME)",
+                 who->id, PQgetvalue(ir, 0, 1), PQgetvalue(ir, 0, 2), kf_db_f64(ir, 0, 3, 0));
+        PQclear(ir);
+        kf_log("register refused: %s; refused instance %.8s on host %.64s", msg, who->instance, host);
+        rep->status = KFARM__STATUS__CONFLICT;
+        set_detail(rep, dbuf, dcap, msg);
+        return;
+    }
+    PQclear(ir);
+    char *dev = devices_json(m);
     int rc = kf_queue_register_worker(s->db, m->worker_id, m->hostname, m->backend, dev,
                                       (const char *const *)m->classes, (int)m->n_classes,
                                       m->driver_version, m->toolkit_version,
@@ -157,7 +214,8 @@ static void on_register(kf_server *s, const Kfarm__Register *m, Kfarm__Reply *re
     char cls[512] = "";
     for (size_t i = 0; i < m->n_classes; i++)
         snprintf(cls + strlen(cls), sizeof(cls) - strlen(cls), "%s%s", i ? "," : "", m->classes[i]);
-    kf_log("worker %s registered (%s, %s, %zu devices, classes %s)", m->worker_id,
+    kf_log("worker %s (instance %.8s) registered (%s, %s, %zu devices, classes %s)", m->worker_id,
+           who->instance,
            m->hostname ? m->hostname : "?", m->backend ? m->backend : "?", m->n_devices, cls);
     rep->status = KFARM__STATUS__OK;
 }
@@ -228,6 +286,9 @@ static int build_payload(kf_server *s, const kf_lease *l, job_payload *p, char *
     p->job.target = (char *)l->target;
     p->job.has_seed = 1;
     p->job.seed = (uint64_t)l->seed;
+    p->job.has_lease_token = 1;
+    p->job.lease_token.data = (uint8_t *)l->lease_token;
+    p->job.lease_token.len = KF_QUEUE_TOKEN_LEN;
 
     size_t nf = json_object_size(p->files), nd = json_object_size(p->defines);
     p->tf = calloc(nf + 1, sizeof(*p->tf));
@@ -308,9 +369,9 @@ static void on_get_job(kf_server *s, const Kfarm__GetJob *m, Kfarm__Reply *rep, 
         set_detail(rep, dbuf, dcap, err);
         return;
     }
-    kf_log("job %lld (candidate %lld, %s) leased to %s, token %lld, attempt %d",
-           (long long)l->job_id, (long long)l->candidate_id, l->target, m->worker_id,
-           (long long)l->fencing_token, l->attempt);
+    kf_log("job %lld (candidate %lld, %s%s) leased to %s, lease %lld, attempt %d",
+           (long long)l->job_id, (long long)l->candidate_id, l->target,
+           l->verify ? ", verification" : "", m->worker_id, (long long)l->fencing_token, l->attempt);
     rep->status = KFARM__STATUS__OK;
     rep->job = &p->job;
 }
@@ -328,6 +389,8 @@ static void on_heartbeat(kf_server *s, const Kfarm__Heartbeat *m, Kfarm__Reply *
     char err[512];
     kf_queue_status st = kf_queue_heartbeat(s->db, &s->cfg->queue, m->worker_id,
                                             (int64_t)m->job_id, (int64_t)m->fencing_token,
+                                            m->has_lease_token ? m->lease_token.data : NULL,
+                                            m->has_lease_token ? m->lease_token.len : 0,
                                             err, sizeof(err));
     if (st == KF_Q_OK) {
         rep->status = KFARM__STATUS__OK;
@@ -338,6 +401,10 @@ static void on_heartbeat(kf_server *s, const Kfarm__Heartbeat *m, Kfarm__Reply *
         rep->status = KFARM__STATUS__STALE;
         rep->has_cancel = 1;
         rep->cancel = 1;
+        set_detail(rep, dbuf, dcap, err);
+    } else if (st == KF_Q_REJECTED) {
+        kf_log("heartbeat from %s refused: %s", m->worker_id, err);
+        rep->status = KFARM__STATUS__REJECTED;
         set_detail(rep, dbuf, dcap, err);
     } else {
         rep->status = KFARM__STATUS__ERROR;
@@ -367,7 +434,9 @@ static void on_result(kf_server *s, const Kfarm__Result *m, Kfarm__Reply *rep, c
     char err[512];
     int requeued = 0;
     kf_queue_status st = kf_queue_result(s->db, &s->cfg->queue, m->worker_id,
-                                         (int64_t)m->job_id, (int64_t)m->fencing_token, &r,
+                                         (int64_t)m->job_id, (int64_t)m->fencing_token,
+                                         m->has_lease_token ? m->lease_token.data : NULL,
+                                         m->has_lease_token ? m->lease_token.len : 0, &r,
                                          &requeued, err, sizeof(err));
     switch (st) {
     case KF_Q_OK:
@@ -408,8 +477,44 @@ static void on_result(kf_server *s, const Kfarm__Result *m, Kfarm__Reply *rep, c
 
 /* ---- the request cycle ---- */
 
-/* Seal rep and send it; remember it under nonce (when given). */
-static void send_reply(kf_server *s, const uint8_t *nonce, Kfarm__Reply *rep)
+/* Roll the one-second rate window; say how much was suppressed in it. */
+static void rate_tick(kf_server *s)
+{
+    double now = kf_util_now_s();
+    if (now - s->rate_window < 1.0) return;
+    if (s->suppressed)
+        kf_log("%d more refused frames in the last second (not logged, unanswered beyond %d/s)",
+               s->suppressed, KF_SERVER_UNAUTH_PER_S);
+    s->rate_window = now;
+    s->unauth_in_window = s->logs_in_window = s->suppressed = 0;
+}
+
+/* A frame refused before (or without) authentication: one log line and a
+ * notice while under the per-second limits, else dropped and counted. */
+static void refuse(kf_server *s, const char *why, size_t len, const char *who)
+{
+    rate_tick(s);
+    if (s->logs_in_window < KF_SERVER_LOG_PER_S) {
+        s->logs_in_window++;
+        kf_log("refused frame (%zu bytes%s%.64s): %s", len, who ? ", claims worker " : "",
+               who ? who : "", why);
+    } else {
+        s->suppressed++;
+    }
+    if (s->unauth_in_window >= KF_SERVER_UNAUTH_PER_S) return; /* REP: next recv drops it */
+    s->unauth_in_window++;
+    uint8_t *out;
+    size_t olen;
+    if (kf_frame_notice(why, &out, &olen) == 0) {
+        if (nn_send(s->sock, out, olen, NN_DONTWAIT) < 0 && s->logs_in_window < KF_SERVER_LOG_PER_S)
+            kf_log("send failed: %s", nn_strerror(nn_errno()));
+        free(out);
+    }
+}
+
+/* Seal rep for the authenticated peer f and send it; remember it under the
+ * request's header MAC for nanomsg resends. */
+static void send_reply(kf_server *s, const kf_wire_key *k, const kf_frame *f, Kfarm__Reply *rep)
 {
     char err[256];
     size_t n = kfarm__reply__get_packed_size(rep);
@@ -418,7 +523,8 @@ static void send_reply(kf_server *s, const uint8_t *nonce, Kfarm__Reply *rep)
     size_t slen = 0;
     if (!body) return;
     kfarm__reply__pack(rep, body);
-    int rc = kf_wire_seal(s->cfg->key, body, n, &sealed, &slen, err, sizeof(err));
+    int rc = kf_frame_seal(KF_FRAME_REPLY, k->down, f->id, f->instance, f->counter, body, n,
+                           &sealed, &slen, err, sizeof(err));
     free(body);
     if (rc < 0) {
         /* Too large (a job whose task outgrew the wire limit): say so. */
@@ -430,53 +536,157 @@ static void send_reply(kf_server *s, const uint8_t *nonce, Kfarm__Reply *rep)
         body = malloc(n ? n : 1);
         if (!body) return;
         kfarm__reply__pack(&small, body);
-        rc = kf_wire_seal(s->cfg->key, body, n, &sealed, &slen, err, sizeof(err));
+        rc = kf_frame_seal(KF_FRAME_REPLY, k->down, f->id, f->instance, f->counter, body, n,
+                           &sealed, &slen, err, sizeof(err));
         free(body);
         if (rc < 0) return;
     }
-    if (nonce) kf_replay_put(s->replay, nonce, sealed, slen);
+    kf_replay_put(s->replay, f->hdr_mac, sealed, slen);
     if (nn_send(s->sock, sealed, slen, 0) < 0)
         kf_log("send failed: %s", nn_strerror(nn_errno()));
     free(sealed);
+}
+
+/* The worker's credential row. 1 found (key filled, *revoked, stored counter
+ * and instance), 0 unknown, -1 database error (err). */
+static int lookup_worker(kf_server *s, const char *id, kf_wire_key *k, int *revoked,
+                         uint64_t *counter, char *instance, size_t icap, char *err, size_t errlen)
+{
+    const char *p[1] = { id };
+    PGresult *r = kf_db_exec(s->db,
+        "SELECT encode(mac_key, 'hex'), revoked_at IS NOT NULL, msg_counter, instance_id"
+        " FROM worker_credentials WHERE name = $1", 1, p, err, errlen);
+    if (!r) return -1;
+    int found = PQntuples(r) == 1;
+    if (found) {
+        uint8_t raw[KF_WIRE_KEY_LEN];
+        if (kf_wire_unhex(PQgetvalue(r, 0, 0), raw, sizeof(raw)) < 0 ||
+            kf_cred_from_stored(k, raw, sizeof(raw), err, errlen) < 0) {
+            PQclear(r);
+            return -1;
+        }
+        *revoked = strcmp(PQgetvalue(r, 0, 1), "t") == 0;
+        *counter = (uint64_t)kf_db_i64(r, 0, 2, 0);
+        snprintf(instance, icap, "%s", PQgetisnull(r, 0, 3) ? "" : PQgetvalue(r, 0, 3));
+    }
+    PQclear(r);
+    return found;
 }
 
 static void handle(kf_server *s, const uint8_t *msg, size_t len)
 {
     char err[512], dbuf[1024];
     Kfarm__Reply rep = KFARM__REPLY__INIT;
-    Kfarm__Envelope *env = NULL;
-    if (kf_wire_open(s->cfg->key, msg, len, kf_wire_now_ms(), &env, err, sizeof(err)) < 0) {
-        kf_log("rejected message (%zu bytes): %s", len, err);
-        rep.status = KFARM__STATUS__REJECTED;
-        set_detail(&rep, dbuf, sizeof(dbuf), err);
-        send_reply(s, NULL, &rep);
+    kf_frame f;
+    /* 1. structure only: no cryptography, no protobuf */
+    if (kf_frame_parse(msg, len, KF_WIRE_MAX_REQ, &f, err, sizeof(err)) < 0) {
+        refuse(s, err, len, NULL);
         return;
     }
+    if (f.kind != KF_FRAME_REQUEST) {
+        refuse(s, "not a request frame", len, NULL);
+        return;
+    }
+    char derr[256];
+    if (kf_db_ensure(s->db, derr, sizeof(derr)) < 0) {
+        refuse(s, derr, len, f.id); /* cannot authenticate without the database: retry later */
+        return;
+    }
+    /* 2. the claimed identity's key; the header MAC (~100 bytes, whatever
+     *    the frame's size); the clock window */
+    kf_wire_key key;
+    int revoked = 0;
+    uint64_t stored_counter = 0;
+    char stored_instance[2 * KF_WIRE_INSTANCE_LEN + 1];
+    int found = kf_cred_name_ok(f.id) ? lookup_worker(s, f.id, &key, &revoked, &stored_counter,
+                                                      stored_instance, sizeof(stored_instance),
+                                                      err, sizeof(err))
+                                      : 0;
+    if (found < 0) {
+        refuse(s, "coordinator cannot read credentials now (database); retry later", len, f.id);
+        return;
+    }
+    if (!found || kf_frame_check_header(&f, key.up) < 0) {
+        refuse(s, "authentication failed: unknown worker or wrong credential", len, f.id);
+        OPENSSL_cleanse(&key, sizeof(key));
+        return;
+    }
+    if (revoked) {
+        refuse(s, "this worker's credential has been revoked (kfarm worker revoke)", len, f.id);
+        return;
+    }
+    if (!kf_frame_fresh(&f, kf_wire_now_ms())) {
+        refuse(s, "timestamp outside the accepted window: replay or clock drift", len, f.id);
+        return;
+    }
+    /* 3. a nanomsg resend of bytes already answered: the same reply */
     const uint8_t *cached;
     size_t clen;
-    if (kf_replay_get(s->replay, env->nonce.data, &cached, &clen) && cached) {
-        if (nn_send(s->sock, cached, clen, 0) < 0)
-            kf_log("send failed: %s", nn_strerror(nn_errno()));
-        kfarm__envelope__free_unpacked(env, NULL);
+    if (kf_replay_get(s->replay, f.hdr_mac, &cached, &clen) && cached) {
+        if (nn_send(s->sock, cached, clen, 0) < 0) kf_log("send failed: %s", nn_strerror(nn_errno()));
         return;
     }
-    Kfarm__Request *req = kfarm__request__unpack(NULL, env->body.len, env->body.data);
+    /* 4. the body MAC, then the persistent counter (replays refused after
+     *    restarts and any number of newer messages) */
+    if (kf_frame_check_body(&f, key.up) < 0) {
+        refuse(s, "authentication failed: body does not match its MAC", len, f.id);
+        return;
+    }
+    if (f.counter > (uint64_t)INT64_MAX || f.counter <= stored_counter) {
+        refuse(s, "replayed message refused (counter not above the last accepted)", len, f.id);
+        return;
+    }
+    peer who = { .id = f.id };
+    kf_wire_hex(f.instance, KF_WIRE_INSTANCE_LEN, who.instance);
+    char ctr[24];
+    snprintf(ctr, sizeof(ctr), "%llu", (unsigned long long)f.counter);
+    const char *pc[3] = { f.id, ctr, who.instance };
+    PGresult *cr = kf_db_exec(s->db,
+        "UPDATE worker_credentials SET msg_counter = $2::bigint,"
+        " instance_seen = CASE WHEN instance_id = $3 THEN now() ELSE instance_seen END"
+        " WHERE name = $1 AND msg_counter < $2::bigint RETURNING 1", 3, pc, err, sizeof(err));
+    int fresh = cr && PQntuples(cr) == 1;
+    if (cr) PQclear(cr);
+    if (!fresh) {
+        refuse(s, cr ? "replayed message refused (counter not above the last accepted)"
+                     : "coordinator cannot record the message now (database); retry later",
+               len, f.id);
+        return;
+    }
+    /* 5. only now: decode */
+    Kfarm__Request *req = kfarm__request__unpack(NULL, f.body_len, f.body);
     job_payload payload;
     kf_lease lease;
     memset(&payload, 0, sizeof(payload));
     memset(&lease, 0, sizeof(lease));
-    char derr[256];
+    const char *claimed = !req ? NULL
+        : req->msg_case == KFARM__REQUEST__MSG_REGISTER ? req->register_->worker_id
+        : req->msg_case == KFARM__REQUEST__MSG_GET_JOB ? req->get_job->worker_id
+        : req->msg_case == KFARM__REQUEST__MSG_HEARTBEAT ? req->heartbeat->worker_id
+        : req->msg_case == KFARM__REQUEST__MSG_RESULT ? req->result->worker_id
+        : req->msg_case == KFARM__REQUEST__MSG_GOODBYE ? req->goodbye->worker_id : NULL;
     if (!req) {
-        kf_log("rejected request: malformed body (%zu bytes)", env->body.len);
+        kf_log("rejected request from %s: malformed body (%zu bytes)", f.id, f.body_len);
         rep.status = KFARM__STATUS__REJECTED;
         set_detail(&rep, dbuf, sizeof(dbuf), "malformed request");
-    } else if (kf_db_ensure(s->db, derr, sizeof(derr)) < 0) {
-        rep.status = KFARM__STATUS__ERROR;
-        set_detail(&rep, dbuf, sizeof(dbuf), derr);
+    } else if (!claimed || strcmp(claimed, f.id) != 0) {
+        kf_log("rejected request from %s: it names worker '%.64s'", f.id, claimed ? claimed : "");
+        rep.status = KFARM__STATUS__REJECTED;
+        set_detail(&rep, dbuf, sizeof(dbuf), "the request names another worker than its credential");
+    } else if (req->msg_case != KFARM__REQUEST__MSG_REGISTER &&
+               strcmp(stored_instance, who.instance) != 0) {
+        kf_log("refused %s from instance %.8s: identity %s is held by instance %.8s",
+               req->msg_case == KFARM__REQUEST__MSG_GET_JOB ? "get_job" : "request", who.instance,
+               f.id, stored_instance[0] ? stored_instance : "(none: register first)");
+        rep.status = KFARM__STATUS__CONFLICT;
+        set_detail(&rep, dbuf, sizeof(dbuf), stored_instance[0]
+                   ? "this worker identity is now held by another process (instance mismatch): "
+                     "a second process with one identity is refused; register again"
+                   : "register first");
     } else {
         switch (req->msg_case) {
         case KFARM__REQUEST__MSG_REGISTER:
-            on_register(s, req->register_, &rep, dbuf, sizeof(dbuf));
+            on_register(s, &who, req->register_, &rep, dbuf, sizeof(dbuf));
             break;
         case KFARM__REQUEST__MSG_GET_JOB:
             on_get_job(s, req->get_job, &rep, &payload, &lease, dbuf, sizeof(dbuf));
@@ -487,15 +697,27 @@ static void handle(kf_server *s, const uint8_t *msg, size_t len)
         case KFARM__REQUEST__MSG_RESULT:
             on_result(s, req->result, &rep, dbuf, sizeof(dbuf));
             break;
+        case KFARM__REQUEST__MSG_GOODBYE: {
+            const char *pg[2] = { f.id, who.instance };
+            if (kf_db_cmd(s->db, "UPDATE worker_credentials SET instance_id = NULL"
+                                 " WHERE name = $1 AND instance_id = $2", 2, pg, err, sizeof(err)) < 0) {
+                rep.status = KFARM__STATUS__ERROR;
+                set_detail(&rep, dbuf, sizeof(dbuf), err);
+            } else {
+                kf_log("worker %s (instance %.8s) stopped and gave its identity back", f.id, who.instance);
+                rep.status = KFARM__STATUS__OK;
+            }
+            break;
+        }
         default:
             rep.status = KFARM__STATUS__REJECTED;
             set_detail(&rep, dbuf, sizeof(dbuf), "empty or unknown request");
         }
     }
-    send_reply(s, env->nonce.data, &rep);
+    send_reply(s, &key, &f, &rep);
+    OPENSSL_cleanse(&key, sizeof(key));
     payload_free(&payload);
     if (req) kfarm__request__free_unpacked(req, NULL);
-    kfarm__envelope__free_unpacked(env, NULL);
 }
 
 int kf_server_poll(kf_server *s, int timeout_ms, char *err, size_t errlen)

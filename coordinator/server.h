@@ -7,11 +7,19 @@
  * periodic export between requests; every request is one short database
  * transaction, so a single thread serves a large fleet.
  *
- * Each request: kf_wire_open (version, HMAC, clock window; failures are
- * answered REJECTED and logged in one line, never fatal), then the replay
- * cache by nonce (a nanomsg REQ resend of the same bytes gets the cached
- * sealed reply, so nothing is processed twice), then dispatch:
- *   Register  -> upsert the worker (devices, classes)            OK
+ * Each request is authenticated before it is parsed (proto/kf_wire.h): frame
+ * structure and size; the claimed worker's key from worker_credentials; the
+ * header MAC (cheap whatever the size); revocation; the clock window; the
+ * replay cache by header MAC (a nanomsg REQ resend of the same bytes gets
+ * the cached sealed reply, so nothing is processed twice); the body MAC;
+ * the persistent per-worker counter (strictly increasing, stored before the
+ * request runs: replays are refused after restarts and floods); only then
+ * the protobuf body, whose worker_id must be the authenticated name, from
+ * the process instance that registered last (else CONFLICT). Frames refused
+ * before authentication get an unauthenticated notice and one log line,
+ * both rate-limited per second, never fatal. Then dispatch:
+ *   Register  -> claim the identity for this instance (CONFLICT
+ *                while another instance is live), upsert the worker  OK
  *   GetJob    -> lease a job + its task, source and defines        OK | NO_JOB
  *   Heartbeat -> extend the lease                                  OK | STALE (cancel)
  *   Result    -> store exactly once                                OK | DUPLICATE | STALE
@@ -30,7 +38,6 @@
 typedef struct {
     const char *listen[KF_SERVER_MAX_LISTEN]; /* nanomsg addresses */
     int n_listen;
-    const kf_wire_key *key;                   /* fleet key (kept by the caller) */
     kf_queue_config queue;                    /* lease length, quarantine */
     size_t replay_capacity;                   /* nonces remembered; 0: 16384 */
 } kf_server_config;

@@ -224,7 +224,7 @@ static int insert_variants(kf_db *db, const char *cid, const char *source, const
         "INSERT INTO jobs (candidate_id, campaign_id, target, max_attempts) "
         "SELECT k, c.id, t, c.max_attempts FROM campaigns c, unnest(c.targets) t,"
         "  unnest($2::bigint[]) k WHERE c.id = $1::bigint ORDER BY k, t "
-        "ON CONFLICT (candidate_id, target) DO NOTHING", 2, pj, err, errlen);
+        "ON CONFLICT (candidate_id, target) WHERE purpose = 'eval' DO NOTHING", 2, pj, err, errlen);
     free(ids);
     if (rc < 0) return -1;
     *n_new = n;
@@ -327,11 +327,12 @@ static int load_scores(kf_db *db, const char *cid, scored **out, char *err, size
     const char *p[1] = { cid };
     PGresult *r = kf_db_exec(db,
         "SELECT k.id, avg(e.speedup), COALESCE(min(p.lineage), -1), COALESCE(k.norm_sha256, k.sha256) "
-        "FROM candidates k JOIN jobs j ON j.candidate_id = k.id "
+        "FROM candidates k JOIN jobs j ON j.candidate_id = k.id AND j.purpose = 'eval' "
         "JOIN evaluations e ON e.job_id = j.id AND e.is_final "
         "LEFT JOIN proposals p ON p.id = k.proposal_id "
         "WHERE k.campaign_id = $1::bigint GROUP BY k.id "
-        "HAVING bool_and(e.verdict = 'ok' AND e.speedup IS NOT NULL AND e.speedup > 0) "
+        "HAVING bool_and(e.verdict = 'ok' AND e.speedup IS NOT NULL AND e.speedup > 0"
+        "                 AND e.confirmation <> 'disputed') " /* confirmed or confirmable */
         "  AND count(*) = (SELECT cardinality(targets) FROM campaigns WHERE id = $1::bigint) "
         "ORDER BY 2 DESC, 1", 1, p, err, errlen);
     if (!r) return -1;
@@ -398,7 +399,7 @@ static int start_seed(kf_db *db, const char *cid, const llm_cfg *c, json_t *stat
         rc = kf_db_cmd(db,
             "INSERT INTO jobs (candidate_id, campaign_id, target, max_attempts) "
             "SELECT $2::bigint, c.id, t, c.max_attempts FROM campaigns c, unnest(c.targets) t "
-            "WHERE c.id = $1::bigint ON CONFLICT (candidate_id, target) DO NOTHING", 2, pj, err, errlen);
+            "WHERE c.id = $1::bigint ON CONFLICT (candidate_id, target) WHERE purpose = 'eval' DO NOTHING", 2, pj, err, errlen);
     } else if (rc == 0) {
         int64_t first;
         int n_new;

@@ -177,11 +177,12 @@
     if (c.task_definition) out.push(el("p", { "class": "muted", text: c.task_definition }));
 
     out.push(el("h2", { text: "Best per target" }));
-    out.push((c.best || []).length ? table(["target", "candidate", "speedup", "candidate \u00b5s", "baseline \u00b5s", "worker"],
+    out.push((c.best || []).length ? table(["target", "candidate", "speedup", "candidate \u00b5s", "baseline \u00b5s", "worker", "confirmed"],
       c.best.map(function (b) {
         return [b.target, link("#c/" + enc(c.name) + "/" + b.candidate_id, "#" + b.candidate_id),
-          speed(b.speedup), fmt(b.candidate_us, 2), fmt(b.baseline_us, 2), b.worker_id || "-"];
-      }), [0, 1, 1, 1, 1, 0]) : el("p", { "class": "muted", text: "None yet." }));
+          speed(b.speedup), fmt(b.candidate_us, 2), fmt(b.baseline_us, 2), b.worker_id || "-",
+          b.confirmation === "confirmed" ? "yes, by " + (b.confirmed_by_worker || "?") : "not yet (" + (b.confirmation || "none") + ")"];
+      }), [0, 1, 1, 1, 1, 0, 0]) : el("p", { "class": "muted", text: "None yet." }));
 
     out.push(el("h2", { text: "Best so far over time" }), chart(c));
 
@@ -301,6 +302,7 @@
       out.push(el("h3", null, r.target + " ", verdict(r.verdict || r.state)));
       out.push(el("p", null, "speedup " + speed(r.speedup) + ", candidate " + fmt(r.candidate_us, 2) +
         " \u00b5s, baseline " + fmt(r.baseline_us, 2) + " \u00b5s, worker " + (r.worker || "-") +
+        (r.confirmation && r.confirmation !== "none" ? ", " + r.confirmation + (r.confirmed_by ? " (" + r.confirmed_by + ")" : "") : "") +
         ", attempts " + r.attempts));
       if (r.detail) out.push(el("pre", { text: r.detail }));
       if (r.history && r.history.length) out.push(el("p", { "class": "muted" }, "earlier attempts: ",

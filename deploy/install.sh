@@ -31,7 +31,7 @@ case "$role" in
     [ -f /etc/kfarm/coordinator.env ] || install -m 0640 "$root/deploy/coordinator.env.example" /etc/kfarm/coordinator.env
     install -m 0644 "$root/deploy/kfarm-coordinator.service" /etc/systemd/system/
     systemctl daemon-reload
-    echo "edit /etc/kfarm/coordinator.env and /etc/kfarm/fleet.key, then: systemctl enable --now kfarm-coordinator" ;;
+    echo "edit /etc/kfarm/coordinator.env, then: systemctl enable --now kfarm-coordinator; issue each worker its credential with: kfarm worker add NAME --out NAME.cred" ;;
   worker)
     [ -f /etc/kfarm/worker.env ] || install -m 0640 "$root/deploy/worker.env.example" /etc/kfarm/worker.env
     install -m 0644 "$root/deploy/kfarm-worker@.service" /etc/systemd/system/
@@ -41,6 +41,7 @@ case "$role" in
       n=$(nvidia-smi -L 2>/dev/null | wc -l || echo 0)
       if [ "$n" -gt 0 ]; then units=($(seq 0 $((n - 1)))); else units=(cpu); fi
     fi
-    echo "edit /etc/kfarm/worker.env and /etc/kfarm/fleet.key, then: systemctl enable --now$(printf ' kfarm-worker@%s' "${units[@]}")" ;;
+    install -d -o kfarm -m 0700 /etc/kfarm/credentials
+    echo "edit /etc/kfarm/worker.env, put each unit's credential (kfarm worker add \$(hostname)-N --out N.cred, run where the database is) in /etc/kfarm/credentials/N.cred (owner kfarm, mode 0600), then: systemctl enable --now$(printf ' kfarm-worker@%s' "${units[@]}")" ;;
   *) echo "install.sh: unknown role '$role'" >&2; exit 2 ;;
 esac

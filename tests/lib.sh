@@ -1,7 +1,8 @@
 # tests/lib.sh -- helpers for the integration and fault tests (bash).
 # Each test gets its own database in the ctest `db` fixture's cluster, its own
-# scratch folder, fleet key and coordinator socket; every process it starts
-# is killed on exit.
+# scratch folder and coordinator socket; every worker is enrolled with its own
+# credential (kfarm worker add) the first time it starts; every process the
+# test starts is killed on exit.
 set -euo pipefail
 : "${KFARM_BIN:?KFARM_BIN (build dir) not set: run through ctest}"
 : "${KFARM_SRC:?KFARM_SRC not set}"
@@ -9,17 +10,17 @@ T_NAME=$(basename "$0" .sh)
 T_DIR=$(mktemp -d "/tmp/kfarm-$T_NAME.XXXXXX")
 T_PIDS=()
 export KFARM_DB=$("$KFARM_SRC/tools/devdb" createdb "kft_$T_NAME" 2>/dev/null)
-export KFARM_FLEET_KEY="test-fleet-key-$T_NAME-0123456789"
 T_ADDR="ipc://$T_DIR/coord.ipc"
 T_PASS=0
 T_FAIL=0
 
 t_cleanup() {
+  local rc=$?
   for p in "${T_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   sleep 0.3
   for p in "${T_PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
   { wait; } 2>/dev/null || true
-  if [ "$T_FAIL" -eq 0 ]; then rm -rf "$T_DIR"; else echo "logs kept in $T_DIR" >&2; fi
+  if [ "$T_FAIL" -eq 0 ] && [ "$rc" -eq 0 ]; then rm -rf "$T_DIR"; else echo "logs kept in $T_DIR" >&2; fi
 }
 trap t_cleanup EXIT
 
@@ -37,9 +38,14 @@ start_coordinator() { # extra args passed through
   T_COORD=$!
   T_PIDS+=($T_COORD)
 }
+enroll() { # enroll ID -- issue worker ID its credential ($T_DIR/ID.cred), once
+  [ -f "$T_DIR/$1.cred" ] || "$KFARM_BIN/kfarm" worker add "$1" --out "$T_DIR/$1.cred" 2>/dev/null
+}
 start_worker() { # start_worker ID [extra args]
   local id=$1; shift
-  "$KFARM_BIN/kfarm-worker" run --coordinator "$T_ADDR" --id "$id" --work-dir "$T_DIR/$id" \
+  enroll "$id"
+  "$KFARM_BIN/kfarm-worker" run --coordinator "$T_ADDR" --credential "$T_DIR/$id.cred" \
+    --work-dir "$T_DIR/$id" \
     --cpu --quick --poll-ms 200 "$@" >>"$T_DIR/$id.log" 2>&1 &
   T_LASTPID=$!
   T_PIDS+=($T_LASTPID)

@@ -13,6 +13,11 @@
  *        (exactly-once storage is the coordinator's job: it dedups by
  *        job id + fencing token), or STALE (our lease was lost).
  *
+ * Identity: the worker speaks as the name in its credential (issued by
+ * `kfarm worker add NAME`); every frame is authenticated with keys derived
+ * from it (proto/kf_wire.h). A coordinator answering CONFLICT (another live
+ * process holds this identity) stops this process with a clear error.
+ *
  * A coordinator that is down or restarting only delays the loop: every call
  * has a receive timeout and is retried with capped exponential backoff, and a
  * finished result is kept in memory until acknowledged. The job's task files
@@ -46,7 +51,7 @@
 
 typedef struct {
     const char *coordinator;
-    char worker_id[128];
+    char worker_id[KF_WIRE_ID_MAX + 1];
     char work_dir[1024];
     char cache_dir[1100];
     int poll_ms;
@@ -58,7 +63,8 @@ typedef struct {
                               1 on, 0 off, -1 auto (on for cuda, off for cpu, where
                               a compile would disturb the CPU timings) */
     int sock;
-    kf_wire_key key;
+    kf_wire_client wc;     /* identity, per-worker keys, instance, counter */
+    int exit_code;         /* set when the coordinator refuses this process for good */
     volatile sig_atomic_t *stop;
 } daemon_cfg;
 
@@ -104,12 +110,21 @@ static void sleep_ms(int ms)
 /* One request/reply exchange; -1 on transport/auth failure (logged). */
 static int call(daemon_cfg *c, Kfarm__Request *req, Kfarm__Reply **rep)
 {
-    char err[256];
-    if (kf_wire_call(c->sock, &c->key, req, rep, err, sizeof(err)) < 0) {
+    char err[512];
+    if (kf_wire_call(&c->wc, req, rep, err, sizeof(err)) < 0) {
         logmsg("%s: %s", c->coordinator, err);
         return -1;
     }
     return 0;
+}
+
+/* Another live process holds this identity: stop, saying so. */
+static void identity_conflict(daemon_cfg *c, const Kfarm__Reply *rep)
+{
+    logmsg("error: refused by the coordinator: %s", rep->detail ? rep->detail : "identity conflict");
+    logmsg("error: worker %s stops (exit 3): one process per identity", c->worker_id);
+    c->exit_code = 3;
+    *c->stop = 1;
 }
 
 static int do_register(daemon_cfg *c, kf_device *dev, char classes[][128], int n_classes)
@@ -139,6 +154,11 @@ static int do_register(daemon_cfg *c, kf_device *dev, char classes[][128], int n
         Kfarm__Reply *rep;
         if (call(c, &req, &rep) == 0) {
             int ok = rep->status == KFARM__STATUS__OK;
+            if (rep->status == KFARM__STATUS__CONFLICT) {
+                identity_conflict(c, rep);
+                kfarm__reply__free_unpacked(rep, NULL);
+                return -1;
+            }
             if (!ok) logmsg("register refused: %s", rep->detail ? rep->detail : "(no detail)");
             kfarm__reply__free_unpacked(rep, NULL);
             if (ok) return 0;
@@ -156,12 +176,17 @@ static void heartbeat_one(daemon_cfg *c, held_job *j)
     hb.worker_id = c->worker_id;
     hb.job_id = j->job->job_id;
     hb.fencing_token = j->job->fencing_token;
+    hb.has_lease_token = j->job->has_lease_token;
+    hb.lease_token = j->job->lease_token;
     Kfarm__Request req = KFARM__REQUEST__INIT;
     req.msg_case = KFARM__REQUEST__MSG_HEARTBEAT;
     req.heartbeat = &hb;
     Kfarm__Reply *rep;
     if (call(c, &req, &rep) < 0) return; /* coordinator away: keep going */
-    if (rep->status == KFARM__STATUS__STALE || (rep->has_cancel && rep->cancel)) {
+    if (rep->status == KFARM__STATUS__CONFLICT) {
+        identity_conflict(c, rep);
+        j->lost = 1;
+    } else if (rep->status == KFARM__STATUS__STALE || (rep->has_cancel && rep->cancel)) {
         logmsg("job %llu: lease lost (%s); abandoning", (unsigned long long)j->job->job_id,
                rep->detail ? rep->detail : "stale fencing token");
         j->lost = 1;
@@ -337,6 +362,8 @@ static int send_result(daemon_cfg *c, const Kfarm__Job *job, const kf_eval_res *
     r.worker_id = c->worker_id;
     r.job_id = job->job_id;
     r.fencing_token = job->fencing_token;
+    r.has_lease_token = job->has_lease_token;
+    r.lease_token = job->lease_token;
     r.verdict = (char *)kf_verdict_name(res->verdict);
     r.detail = (char *)res->detail;
     r.metrics_json = res->metrics_json ? res->metrics_json : "{}";
@@ -357,9 +384,10 @@ static int send_result(daemon_cfg *c, const Kfarm__Job *job, const kf_eval_res *
                 logmsg("job %llu: result %s: %s", (unsigned long long)job->job_id,
                        s == KFARM__STATUS__STALE ? "refused as stale" : "not stored",
                        rep->detail ? rep->detail : "");
+            if (s == KFARM__STATUS__CONFLICT) identity_conflict(c, rep);
             kfarm__reply__free_unpacked(rep, NULL);
             if (s == KFARM__STATUS__OK || s == KFARM__STATUS__DUPLICATE || s == KFARM__STATUS__STALE ||
-                s == KFARM__STATUS__REJECTED)
+                s == KFARM__STATUS__REJECTED || s == KFARM__STATUS__CONFLICT)
                 return 0;
         }
         if (*c->stop && backoff >= 5000) return -1; /* shutting down and coordinator away */
@@ -383,6 +411,14 @@ static int get_job(daemon_cfg *c, Kfarm__Request *req, held_job *out, kf_device 
         return 0;
     }
     if (backoff) *backoff = c->poll_ms;
+    if (rep->status == KFARM__STATUS__CONFLICT) {
+        /* our instance no longer holds the identity: claim it again (refused,
+         * and this process stops, while another live process holds it) */
+        logmsg("get-job: %s", rep->detail ? rep->detail : "identity conflict");
+        kfarm__reply__free_unpacked(rep, NULL);
+        do_register(c, dev, classes, n_classes);
+        return 0;
+    }
     if (rep->status == KFARM__STATUS__REJECTED && rep->detail && strstr(rep->detail, "register")) {
         /* coordinator lost our registration (e.g. a fresh database): register again */
         kfarm__reply__free_unpacked(rep, NULL);
@@ -407,7 +443,9 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: kfarm-worker run --coordinator ADDR [options]\n"
             "  --coordinator ADDR  tcp://HOST:PORT or ipc:///PATH of kfarm-coordinator\n"
-            "  --id NAME           worker id (default: HOSTNAME-PID)\n"
+            "  --credential FILE   this worker's credential, from `kfarm worker add NAME`\n"
+            "                      (default: $KFARM_WORKER_CREDENTIAL_FILE)\n"
+            "  --id NAME           worker name (default: the credential's; must match it)\n"
             "  --work-dir DIR      scratch and caches (default: ./.kfarm/worker-ID)\n"
             "  --poll-ms N         idle poll interval (default 500)\n"
             "  --max-jobs N        exit after N jobs (default: run until SIGTERM)\n"
@@ -416,7 +454,7 @@ static void usage(FILE *f)
             "  --cpu               serve the cpu backend even on a GPU host\n"
             "  --prefetch          compile the next job while evaluating (default on GPUs)\n"
             "  --no-prefetch       one job at a time (default on the cpu backend)\n"
-            "The fleet key comes from $KFARM_FLEET_KEY or the file $KFARM_FLEET_KEY_FILE.\n");
+            "Exit status 3: another live process holds this worker identity.\n");
 }
 
 static volatile sig_atomic_t g_stop; /* daemon top level only: set by SIGTERM/SIGINT */
@@ -427,32 +465,34 @@ static void on_signal(int sig)
 }
 
 /* Candidate code runs in children forked from this process (worker/sandbox.c).
- * The fleet key must not be readable there, so a fork handler wipes the
+ * The worker's keys must not be readable there, so a fork handler wipes the
  * child's copy before anything else runs in it. */
-static kf_wire_key *g_key; /* daemon top level only */
+static kf_wire_client *g_wc; /* daemon top level only */
 static void wipe_key_in_child(void)
 {
-    if (g_key) OPENSSL_cleanse(g_key, sizeof(*g_key));
+    if (g_wc) OPENSSL_cleanse(&g_wc->key, sizeof(g_wc->key));
 }
 
-/* The fleet key as read from the environment by kf_daemon_read_env, before
- * main() removes secrets from the environment; kf_daemon_main takes it from
- * here (and wipes this copy). */
+/* The credential as read by kf_daemon_read_env (from the file named by
+ * $KFARM_WORKER_CREDENTIAL_FILE), before main() removes secrets from the
+ * environment; kf_daemon_main takes it from here (and wipes this copy). */
 static struct {
     int loaded, rc;
+    char name[KF_WIRE_ID_MAX + 1];
     kf_wire_key key;
     char err[512];
 } g_env_key;
 
-/* Read what `run` needs from the environment ($KFARM_FLEET_KEY or the file
- * $KFARM_FLEET_KEY_FILE) into memory, so that main() can scrub those
- * variables before anything else runs. Declared in main.c. 0, or -1 when
- * there is no usable key (kf_daemon_main reports it). */
+/* Read what `run` needs from the environment into memory, so that main()
+ * can scrub those variables before anything else runs. Declared in main.c.
+ * 0, or -1 when there is no usable credential there (kf_daemon_main
+ * reports it unless --credential names one). */
 int kf_daemon_read_env(void);
 int kf_daemon_read_env(void)
 {
     memset(&g_env_key, 0, sizeof(g_env_key));
-    g_env_key.rc = kf_wire_key_load(&g_env_key.key, NULL, g_env_key.err, sizeof(g_env_key.err));
+    g_env_key.rc = kf_cred_load(NULL, g_env_key.name, &g_env_key.key, g_env_key.err,
+                                sizeof(g_env_key.err));
     g_env_key.loaded = 1;
     return g_env_key.rc;
 }
@@ -463,7 +503,7 @@ int kf_daemon_main(int argc, char **argv)
     c.poll_ms = 500;
     c.prefetch = -1;
     c.stop = &g_stop;
-    const char *id = NULL, *work = NULL;
+    const char *id = NULL, *work = NULL, *cred = NULL;
     int gpu_explicit = 0;
     static const struct option opts[] = {
         {"coordinator", required_argument, 0, 'c'}, {"id", required_argument, 0, 'i'},
@@ -471,10 +511,11 @@ int kf_daemon_main(int argc, char **argv)
         {"max-jobs", required_argument, 0, 'm'},    {"quick", no_argument, 0, 'q'},
         {"prefetch", no_argument, 0, 'P'},          {"no-prefetch", no_argument, 0, 'N'},
         {"gpu", required_argument, 0, 'g'},         {"cpu", no_argument, 0, 'C'},
-        {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
+        {"credential", required_argument, 0, 'K'},  {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
     int o;
     optind = 1;
-    while ((o = getopt_long(argc, argv, "c:i:w:p:m:qg:CPNh", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "c:i:w:p:m:qg:CPNK:h", opts, NULL)) != -1) {
         switch (o) {
         case 'c': c.coordinator = optarg; break;
         case 'i': id = optarg; break;
@@ -497,6 +538,7 @@ int kf_daemon_main(int argc, char **argv)
             break;
         }
         case 'q': c.quick = 1; break;
+        case 'K': cred = optarg; break;
         case 'C': c.cpu_only = 1; break;
         case 'P': c.prefetch = 1; break;
         case 'N': c.prefetch = 0; break;
@@ -509,25 +551,31 @@ int kf_daemon_main(int argc, char **argv)
         return 2;
     }
     char err[512];
-    if (g_env_key.loaded) {
-        int rc = g_env_key.rc;
-        c.key = g_env_key.key;
+    char cname[KF_WIRE_ID_MAX + 1];
+    kf_wire_key key;
+    int krc;
+    if (cred) {
+        krc = kf_cred_load(cred, cname, &key, err, sizeof(err));
+    } else if (g_env_key.loaded) {
+        krc = g_env_key.rc;
+        key = g_env_key.key;
+        snprintf(cname, sizeof(cname), "%s", g_env_key.name);
         snprintf(err, sizeof(err), "%s", g_env_key.err);
-        OPENSSL_cleanse(&g_env_key, sizeof(g_env_key));
-        if (rc < 0) {
-            fprintf(stderr, "kfarm-worker: %s\n", err);
-            return 2;
-        }
-    } else if (kf_wire_key_load(&c.key, NULL, err, sizeof(err)) < 0) {
+    } else {
+        krc = kf_cred_load(NULL, cname, &key, err, sizeof(err));
+    }
+    OPENSSL_cleanse(&g_env_key, sizeof(g_env_key));
+    if (krc < 0) {
         fprintf(stderr, "kfarm-worker: %s\n", err);
         return 2;
     }
-    g_key = &c.key;
-    pthread_atfork(NULL, NULL, wipe_key_in_child);
-    char host[256] = "worker";
-    gethostname(host, sizeof(host) - 1);
-    if (id) snprintf(c.worker_id, sizeof(c.worker_id), "%s", id);
-    else snprintf(c.worker_id, sizeof(c.worker_id), "%.100s-%d", host, (int)getpid());
+    if (id && strcmp(id, cname) != 0) {
+        OPENSSL_cleanse(&key, sizeof(key));
+        fprintf(stderr, "kfarm-worker: --id %s does not match the credential's name %s (each "
+                        "credential is one worker identity: kfarm worker add %s)\n", id, cname, id);
+        return 2;
+    }
+    snprintf(c.worker_id, sizeof(c.worker_id), "%s", cname);
     if (work) snprintf(c.work_dir, sizeof(c.work_dir), "%s", work);
     else snprintf(c.work_dir, sizeof(c.work_dir), ".kfarm/worker-%s", c.worker_id);
     snprintf(c.cache_dir, sizeof(c.cache_dir), "%s/cache", c.work_dir);
@@ -556,17 +604,27 @@ int kf_daemon_main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    err[0] = 0;
     c.sock = nn_socket(AF_SP, NN_REQ);
-    if (c.sock < 0 || kf_wire_socket_setup(c.sock, 10000, 15000, err, sizeof(err)) < 0 ||
+    if (c.sock < 0 || kf_wire_socket_setup(c.sock, KF_WIRE_MAX_MSG, 10000, 15000, err, sizeof(err)) < 0 ||
         nn_connect(c.sock, c.coordinator) < 0) {
+        OPENSSL_cleanse(&key, sizeof(key));
         fprintf(stderr, "kfarm-worker: cannot connect to %s: %s\n", c.coordinator,
                 err[0] ? err : nn_strerror(nn_errno()));
         return 1;
     }
+    int wrc = kf_wire_client_init(&c.wc, c.sock, c.worker_id, &key);
+    OPENSSL_cleanse(&key, sizeof(key));
+    if (wrc < 0) {
+        fprintf(stderr, "kfarm-worker: cannot set up the wire client (random source)\n");
+        return 1;
+    }
+    g_wc = &c.wc;
+    pthread_atfork(NULL, NULL, wipe_key_in_child);
     logmsg("worker %s (%s, %s) connecting to %s", c.worker_id, dev.backend, dev.name, c.coordinator);
     if (do_register(&c, &dev, classes, n_classes) < 0) {
         nn_close(c.sock);
-        return 1;
+        return c.exit_code ? c.exit_code : 1;
     }
     logmsg("registered; classes:%s%s%s", n_classes > 0 ? " " : "", n_classes > 0 ? classes[0] : "",
            n_classes > 1 ? " ..." : "");
@@ -629,6 +687,16 @@ int kf_daemon_main(int argc, char **argv)
         kfarm__reply__free_unpacked(next.rep, NULL);
     }
     logmsg("worker %s stopping after %d job(s)", c.worker_id, done);
+    if (!c.exit_code) { /* give the identity back (best effort, one try) */
+        Kfarm__Goodbye bye = KFARM__GOODBYE__INIT;
+        bye.worker_id = c.worker_id;
+        Kfarm__Request breq = KFARM__REQUEST__INIT;
+        breq.msg_case = KFARM__REQUEST__MSG_GOODBYE;
+        breq.goodbye = &bye;
+        Kfarm__Reply *brep;
+        if (call(&c, &breq, &brep) == 0) kfarm__reply__free_unpacked(brep, NULL);
+    }
     nn_close(c.sock);
-    return 0;
+    OPENSSL_cleanse(&c.wc.key, sizeof(c.wc.key));
+    return c.exit_code;
 }

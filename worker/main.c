@@ -22,7 +22,7 @@
 
 int kf_worker_cmd_eval(int argc, char **argv);
 int kf_worker_cmd_check_task(int argc, char **argv);
-int kf_daemon_read_env(void); /* daemon.c: takes the fleet key out of the environment */
+int kf_daemon_read_env(void); /* daemon.c: reads the worker credential before the environment is scrubbed */
 
 /* Whether an environment variable name looks like a secret: it contains
  * KEY, TOKEN, SECRET, PASSWORD, PASSWD or CREDENTIAL (any case), starts
@@ -31,7 +31,7 @@ int kf_daemon_read_env(void); /* daemon.c: takes the fleet key out of the enviro
 static int secret_name(const char *name, size_t len)
 {
     static const char *const parts[] = {"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"};
-    static const char *const prefixes[] = {"KFARM_FLEET", "AWS_", "PG"};
+    static const char *const prefixes[] = {"KFARM_FLEET", "KFARM_WORKER_CRED", "AWS_", "PG"};
     static const char *const exact[] = {"KFARM_DB", "DATABASE_URL", "SSH_AUTH_SOCK"};
     char up[256];
     if (len >= sizeof(up)) return 1; /* absurdly long: drop it */

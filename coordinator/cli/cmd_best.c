@@ -1,7 +1,9 @@
 /*
  * cmd_best.c -- `kfarm best NAME [--out FILE]`: the fastest passing
  * candidate's source, with its tunable values as #define lines on top, so
- * the file compiles as is without -D flags.
+ * the file compiles as is without -D flags. Results confirmed by a second
+ * evaluation (evaluations.confirmation, coordinator/verify.h) rank first;
+ * disputed ones are never named; an unconfirmed best says so.
  */
 #include <getopt.h>
 #include <jansson.h>
@@ -36,10 +38,13 @@ static char *compose(PGresult *r, const char *name)
     }
     size_t n = (size_t)snprintf(out, cap,
         "/* kfarm best of campaign %s: candidate %s on %s, speedup %.3fx\n"
-        " * (%.2f us vs baseline %.2f us, verified by worker %s). */\n",
+        " * (%.2f us vs baseline %.2f us, measured by worker %s; %s%s%s). */\n",
         name, PQgetvalue(r, 0, 2), PQgetvalue(r, 0, 3), kf_db_f64(r, 0, 4, 0),
         kf_db_f64(r, 0, 5, 0), kf_db_f64(r, 0, 6, 0),
-        kf_db_str(r, 0, 7) ? kf_db_str(r, 0, 7) : "?");
+        kf_db_str(r, 0, 7) ? kf_db_str(r, 0, 7) : "?",
+        !strcmp(PQgetvalue(r, 0, 8), "confirmed") ? "confirmed by worker " : "NOT CONFIRMED: ",
+        !strcmp(PQgetvalue(r, 0, 8), "confirmed") ? PQgetvalue(r, 0, 9) : PQgetvalue(r, 0, 8),
+        !strcmp(PQgetvalue(r, 0, 8), "confirmed") ? "" : " (no second evaluation agreed yet)");
     json_object_foreach(defs, k, v)
         n += (size_t)snprintf(out + n, cap - n, "#define %s %s\n", k,
                               json_is_string(v) ? json_string_value(v) : "");
@@ -80,11 +85,14 @@ int kf_cli_cmd_best(int argc, char **argv)
     int rc = 0;
     PGresult *r = kf_db_exec(db,
         "SELECT k.source, k.defines::text, k.id, j.target, e.speedup, e.candidate_us,"
-        " e.baseline_us, e.worker_id FROM evaluations e JOIN jobs j ON j.id = e.job_id"
+        " e.baseline_us, e.worker_id, e.confirmation, COALESCE(e.confirmed_by_worker, '')"
+        " FROM evaluations e JOIN jobs j ON j.id = e.job_id"
         " JOIN candidates k ON k.id = e.candidate_id"
-        " WHERE j.campaign_id = $1::bigint AND e.is_final AND e.verdict = 'ok'"
-        "   AND e.speedup IS NOT NULL AND ($2::text IS NULL OR j.target = $2)"
-        " ORDER BY e.speedup DESC, k.id LIMIT 1", 2, p, err, sizeof(err));
+        " WHERE j.campaign_id = $1::bigint AND j.purpose = 'eval' AND e.is_final AND e.verdict = 'ok'"
+        "   AND e.speedup IS NOT NULL AND e.confirmation <> 'disputed'"
+        "   AND ($2::text IS NULL OR j.target = $2)"
+        " ORDER BY e.confirmation = 'confirmed' DESC, e.speedup DESC, k.id LIMIT 1", 2, p, err,
+        sizeof(err));
     if (!r) {
         rc = kf_cli_fail("%s", err);
     } else if (PQntuples(r) == 0) {
@@ -97,8 +105,10 @@ int kf_cli_cmd_best(int argc, char **argv)
             if (kf_util_write_file(out, text, strlen(text)) < 0)
                 rc = kf_cli_fail("cannot write %s", out);
             else
-                fprintf(stderr, "kfarm: candidate %s (%.3fx on %s) written to %s\n",
-                        PQgetvalue(r, 0, 2), kf_db_f64(r, 0, 4, 0), PQgetvalue(r, 0, 3), out);
+                fprintf(stderr, "kfarm: candidate %s (%.3fx on %s, %s%s) written to %s\n",
+                        PQgetvalue(r, 0, 2), kf_db_f64(r, 0, 4, 0), PQgetvalue(r, 0, 3),
+                        PQgetvalue(r, 0, 8),
+                        !strcmp(PQgetvalue(r, 0, 8), "confirmed") ? " by another evaluation" : "", out);
         } else {
             fputs(text, stdout);
         }

@@ -118,7 +118,7 @@ static int do_status(kf_db *db, const char *name)
         " (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id AND j.state = 'done'),"
         " (SELECT string_agg(verdict || ' ' || n, ', ' ORDER BY n DESC, verdict) FROM"
         "   (SELECT e.verdict, count(*) n FROM evaluations e JOIN jobs j ON j.id = e.job_id"
-        "    WHERE j.campaign_id = c.id AND e.is_final GROUP BY e.verdict) v),"
+        "    WHERE j.campaign_id = c.id AND j.purpose = 'eval' AND e.is_final GROUP BY e.verdict) v),"
         " (SELECT count(*) FROM evaluations e JOIN jobs j ON j.id = e.job_id"
         "    WHERE j.campaign_id = c.id AND NOT e.is_final),"
         " to_char(c.created_at, 'YYYY-MM-DD HH24:MI:SS'), to_char(c.finished_at, 'YYYY-MM-DD HH24:MI:SS')"
@@ -143,8 +143,9 @@ static int do_status(kf_db *db, const char *name)
         "SELECT DISTINCT ON (j.target) j.target, e.speedup, k.id, k.defines::text, e.candidate_us,"
         " e.baseline_us FROM evaluations e JOIN jobs j ON j.id = e.job_id"
         " JOIN candidates k ON k.id = e.candidate_id"
-        " WHERE j.campaign_id = $1::bigint AND e.is_final AND e.verdict = 'ok'"
-        "   AND e.speedup IS NOT NULL ORDER BY j.target, e.speedup DESC, k.id",
+        " WHERE j.campaign_id = $1::bigint AND j.purpose = 'eval' AND e.is_final AND e.verdict = 'ok'"
+        "   AND e.speedup IS NOT NULL AND e.confirmation <> 'disputed'"
+        " ORDER BY j.target, e.confirmation = 'confirmed' DESC, e.speedup DESC, k.id",
         1, p, err, sizeof(err));
     if (!r) return kf_cli_fail("%s", err);
     if (PQntuples(r) == 0) printf("best:       none yet\n");
@@ -169,7 +170,7 @@ static int do_list(kf_db *db)
         " (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id),"
         " (SELECT to_char(max(e.speedup), 'FM999990.000') || 'x' FROM evaluations e"
         "    JOIN jobs j ON j.id = e.job_id WHERE j.campaign_id = c.id AND e.is_final"
-        "    AND e.verdict = 'ok'),"
+        "    AND e.verdict = 'ok' AND j.purpose = 'eval' AND e.confirmation <> 'disputed'),"
         " to_char(c.created_at, 'YYYY-MM-DD HH24:MI')"
         " FROM campaigns c JOIN tasks t ON t.id = c.task_id ORDER BY c.id",
         0, NULL, err, sizeof(err));

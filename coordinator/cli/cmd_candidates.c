@@ -58,7 +58,7 @@ int kf_cli_cmd_candidates(int argc, char **argv)
         "SELECT k.id, k.parent_id, k.proposer, k.defines::text, j.target,"
         " COALESCE(f.verdict, j.state, 'seed'), f.speedup, f.candidate_us, f.baseline_us,"
         " j.attempts, f.detail"
-        " FROM candidates k LEFT JOIN jobs j ON j.candidate_id = k.id"
+        " FROM candidates k LEFT JOIN jobs j ON j.candidate_id = k.id AND j.purpose = 'eval'"
         " LEFT JOIN evaluations f ON f.job_id = j.id AND f.is_final"
         " WHERE k.campaign_id = $1::bigint AND ($2::text IS NULL OR j.target = $2)"
         "   AND ($3::text IS NULL OR COALESCE(f.verdict, j.state) = $3)"

@@ -9,11 +9,18 @@
 
 #include "kfarm_cli.h"
 
+/* Confirmed results first (a second evaluation agreed), then pending and
+ * unverified ones, disputed last; fastest first within each. */
+#define LB_ORDER                                                                         \
+    "CASE e.confirmation WHEN 'confirmed' THEN 0 WHEN 'pending' THEN 1 WHEN 'disputed' THEN 3" \
+    " ELSE 2 END, e.speedup DESC, k.id"
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: kfarm leaderboard NAME [--target CLASS] [--limit N] [--db CONNINFO]\n\n"
                "Verdict counts of campaign NAME, then its passing candidates ranked by\n"
-               "speedup over the baseline (per target).\n"
+               "speedup over the baseline (per target), results confirmed by a second\n"
+               "evaluation first (CONFIRMED: by which worker), disputed ones last.\n"
                "  --target CLASS   only this routing class\n"
                "  --limit N        rows to show (default 20, 0 = all)\n");
 }
@@ -56,7 +63,8 @@ int kf_cli_cmd_leaderboard(int argc, char **argv)
     r = kf_db_exec(db,
         "SELECT string_agg(verdict || ' ' || n, ', ' ORDER BY n DESC, verdict), sum(n) FROM"
         " (SELECT e.verdict, count(*) n FROM evaluations e JOIN jobs j ON j.id = e.job_id"
-        "  WHERE j.campaign_id = $1::bigint AND e.is_final AND ($2::text IS NULL OR j.target = $2)"
+        "  WHERE j.campaign_id = $1::bigint AND j.purpose = 'eval' AND e.is_final"
+        "  AND ($2::text IS NULL OR j.target = $2)"
         "  AND $3::bigint IS NOT DISTINCT FROM $3::bigint GROUP BY e.verdict) v",
         3, p, err, sizeof(err));
     if (!r) {
@@ -68,12 +76,15 @@ int kf_cli_cmd_leaderboard(int argc, char **argv)
            kf_db_str(r, 0, 0) ? kf_db_str(r, 0, 0) : "none yet");
     PQclear(r);
     r = kf_db_exec(db,
-        "SELECT row_number() OVER (ORDER BY e.speedup DESC, k.id), k.id, j.target, e.speedup,"
-        " e.candidate_us, e.baseline_us, k.defines::text, k.proposer, e.worker_id"
+        "SELECT row_number() OVER (ORDER BY " LB_ORDER "), k.id, j.target, e.speedup,"
+        " e.candidate_us, e.baseline_us, k.defines::text, k.proposer, e.worker_id,"
+        " CASE e.confirmation WHEN 'confirmed' THEN 'yes: ' || e.confirmed_by_worker"
+        "   WHEN 'disputed' THEN 'DISPUTED by ' || e.confirmed_by_worker"
+        "   WHEN 'none' THEN '-' ELSE e.confirmation END"
         " FROM evaluations e JOIN jobs j ON j.id = e.job_id JOIN candidates k ON k.id = e.candidate_id"
-        " WHERE j.campaign_id = $1::bigint AND e.is_final AND e.verdict = 'ok'"
+        " WHERE j.campaign_id = $1::bigint AND j.purpose = 'eval' AND e.is_final AND e.verdict = 'ok'"
         "   AND e.speedup IS NOT NULL AND ($2::text IS NULL OR j.target = $2)"
-        " ORDER BY e.speedup DESC, k.id LIMIT $3::bigint", 3, p, err, sizeof(err));
+        " ORDER BY " LB_ORDER " LIMIT $3::bigint", 3, p, err, sizeof(err));
     if (!r) {
         rc = kf_cli_fail("%s", err);
         goto out;
@@ -83,19 +94,19 @@ int kf_cli_cmd_leaderboard(int argc, char **argv)
         goto out;
     }
     static const char *const hdr[] = { "RANK", "CANDIDATE", "TARGET", "SPEEDUP", "CAND_US",
-                                       "BASE_US", "DEFINES", "PROPOSER", "WORKER" };
+                                       "BASE_US", "DEFINES", "PROPOSER", "WORKER", "CONFIRMED" };
     kf_cli_table t;
-    kf_cli_table_init(&t, 9, hdr);
+    kf_cli_table_init(&t, 10, hdr);
     t.right[0] = t.right[1] = t.right[3] = t.right[4] = t.right[5] = 1;
     for (int i = 0; i < PQntuples(r); i++) {
         char defs[1024], sp[32], cu[32], bu[32];
         snprintf(sp, sizeof(sp), "%.3fx", kf_db_f64(r, i, 3, 0));
-        const char *row[9] = {
+        const char *row[10] = {
             PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2), sp,
             kf_cli_num(kf_db_str(r, i, 4), 2, cu, sizeof(cu)),
             kf_cli_num(kf_db_str(r, i, 5), 2, bu, sizeof(bu)),
             kf_cli_defines(kf_db_str(r, i, 6), defs, sizeof(defs)), PQgetvalue(r, i, 7),
-            kf_db_str(r, i, 8),
+            kf_db_str(r, i, 8), kf_db_str(r, i, 9),
         };
         kf_cli_table_row(&t, row);
     }

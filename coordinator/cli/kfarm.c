@@ -28,6 +28,7 @@ static const cli_command commands[] = {
     { "best", kf_cli_cmd_best, "best NAME [--out FILE]: the winning source with its defines" },
     { "export", kf_cli_cmd_export, "export --out DIR: write the static dashboard" },
     { "workers", kf_cli_cmd_workers, "workers [release|quarantine ID]: the fleet" },
+    { "worker", kf_cli_cmd_worker, "worker add|revoke|list [NAME]: worker credentials" },
     { "review", kf_cli_cmd_review, "review list|show|approve|reject NAME [ID]: LLM proposals" },
     { "hint", kf_cli_cmd_hint, "hint add|list NAME [TEXT]: hints for the model" },
     { "candidate", kf_cli_cmd_candidate, "candidate submit NAME FILE [--parent N]: your own kernel" },

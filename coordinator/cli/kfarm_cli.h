@@ -26,6 +26,7 @@ int kf_cli_cmd_leaderboard(int argc, char **argv);
 int kf_cli_cmd_best(int argc, char **argv);
 int kf_cli_cmd_export(int argc, char **argv);
 int kf_cli_cmd_workers(int argc, char **argv);
+int kf_cli_cmd_worker(int argc, char **argv);
 int kf_cli_cmd_review(int argc, char **argv);    /* cmd_review.c */
 int kf_cli_cmd_hint(int argc, char **argv);      /* cmd_hint.c */
 int kf_cli_cmd_candidate(int argc, char **argv); /* cmd_candidate.c */

@@ -195,18 +195,18 @@ int main(void)
     CHECK(q1(db, "SELECT count(*) FROM jobs WHERE state = 'queued'") == 6 + 3, "queued count");
 
     /* ---- heartbeat ---- */
-    CHECK(kf_queue_heartbeat(db, &qc, "wA", la.job_id, la.fencing_token, err, sizeof(err)) == KF_Q_OK,
+    CHECK(kf_queue_heartbeat(db, &qc, "wA", la.job_id, la.fencing_token, la.lease_token, 16, err, sizeof(err)) == KF_Q_OK,
           "%s", err);
-    CHECK(kf_queue_heartbeat(db, &qc, "wA", la.job_id, lb.fencing_token, err, sizeof(err)) == KF_Q_STALE,
+    CHECK(kf_queue_heartbeat(db, &qc, "wA", la.job_id, lb.fencing_token, lb.lease_token, 16, err, sizeof(err)) == KF_Q_STALE,
           "wrong token heartbeat");
 
     /* ---- result exactly once ---- */
     kf_result ok = res_ok();
-    CHECK(kf_queue_result(db, &qc, "wA", la.job_id, la.fencing_token, &ok, NULL, err, sizeof(err)) == KF_Q_OK,
+    CHECK(kf_queue_result(db, &qc, "wA", la.job_id, la.fencing_token, la.lease_token, 16, &ok, NULL, err, sizeof(err)) == KF_Q_OK,
           "%s", err);
-    CHECK(kf_queue_result(db, &qc, "wA", la.job_id, la.fencing_token, &ok, NULL, err, sizeof(err)) ==
+    CHECK(kf_queue_result(db, &qc, "wA", la.job_id, la.fencing_token, la.lease_token, 16, &ok, NULL, err, sizeof(err)) ==
           KF_Q_DUPLICATE, "resend must be DUPLICATE: %s", err);
-    CHECK(kf_queue_result(db2, &qc, "wA", la.job_id, la.fencing_token, &ok, NULL, err, sizeof(err)) ==
+    CHECK(kf_queue_result(db2, &qc, "wA", la.job_id, la.fencing_token, la.lease_token, 16, &ok, NULL, err, sizeof(err)) ==
           KF_Q_DUPLICATE, "resend on another connection: %s", err);
     snprintf(sql, sizeof(sql), "SELECT count(*) FROM evaluations WHERE job_id = %lld",
              (long long)la.job_id);
@@ -214,7 +214,7 @@ int main(void)
     snprintf(sql, sizeof(sql), "SELECT (state = 'done')::int FROM jobs WHERE id = %lld",
              (long long)la.job_id);
     CHECK(q1(db, sql) == 1, "job done");
-    CHECK(kf_queue_heartbeat(db, &qc, "wA", la.job_id, la.fencing_token, err, sizeof(err)) == KF_Q_STALE,
+    CHECK(kf_queue_heartbeat(db, &qc, "wA", la.job_id, la.fencing_token, la.lease_token, 16, err, sizeof(err)) == KF_Q_STALE,
           "heartbeat after done must be STALE");
     CHECK(q1(db, "SELECT jobs_done FROM workers WHERE id = 'wA'") == 1, "jobs_done counted");
 
@@ -230,11 +230,11 @@ int main(void)
     CHECK(kf_queue_lease(db2, &qc, "wC", cls, 1, &lb2, err, sizeof(err)) == KF_Q_OK, "%s", err);
     CHECK(lb2.job_id == lb.job_id && lb2.attempt == 2, "requeued job re-leased (job %lld attempt %d)",
           (long long)lb2.job_id, lb2.attempt);
-    CHECK(kf_queue_result(db, &qc, "wB", lb.job_id, lb.fencing_token, &ok, NULL, err, sizeof(err)) ==
+    CHECK(kf_queue_result(db, &qc, "wB", lb.job_id, lb.fencing_token, lb.lease_token, 16, &ok, NULL, err, sizeof(err)) ==
           KF_Q_STALE, "late result with the expired token must be STALE");
-    CHECK(kf_queue_heartbeat(db, &qc, "wB", lb.job_id, lb.fencing_token, err, sizeof(err)) == KF_Q_STALE,
+    CHECK(kf_queue_heartbeat(db, &qc, "wB", lb.job_id, lb.fencing_token, lb.lease_token, 16, err, sizeof(err)) == KF_Q_STALE,
           "heartbeat with expired token");
-    CHECK(kf_queue_result(db, &qc, "wC", lb2.job_id, lb2.fencing_token, &ok, NULL, err, sizeof(err)) ==
+    CHECK(kf_queue_result(db, &qc, "wC", lb2.job_id, lb2.fencing_token, lb2.lease_token, 16, &ok, NULL, err, sizeof(err)) ==
           KF_Q_OK, "%s", err);
     snprintf(sql, sizeof(sql), "SELECT count(*) FROM evaluations WHERE job_id = %lld AND is_final",
              (long long)lb.job_id);
@@ -264,23 +264,23 @@ int main(void)
     /* ---- infra_error: requeue, quarantine ---- */
     kf_result infra = { .verdict = "infra_error", .detail = "nvcc missing" };
     int requeued = 0;
-    CHECK(kf_queue_result(db, &qc, "wDie", lx.job_id, lx.fencing_token, &infra, &requeued, err,
+    CHECK(kf_queue_result(db, &qc, "wDie", lx.job_id, lx.fencing_token, lx.lease_token, 16, &infra, &requeued, err,
                           sizeof(err)) == KF_Q_OK, "%s", err);
     CHECK(requeued, "infra_error requeues");
     snprintf(sql, sizeof(sql), "SELECT count(*) FROM evaluations WHERE job_id = %lld AND NOT is_final "
              "AND verdict = 'infra_error'", (long long)lx.job_id);
     CHECK(q1(db, sql) == 1, "infra_error kept as a non-final attempt");
-    CHECK(kf_queue_result(db, &qc, "wDie", lx.job_id, lx.fencing_token, &infra, &requeued, err,
+    CHECK(kf_queue_result(db, &qc, "wDie", lx.job_id, lx.fencing_token, lx.lease_token, 16, &infra, &requeued, err,
                           sizeof(err)) == KF_Q_DUPLICATE, "infra_error resend is DUPLICATE");
     for (int i = 0; i < 2; i++) {
         kf_lease li;
         CHECK(kf_queue_lease(db, &qc, "wBad", cls, 1, &li, err, sizeof(err)) == KF_Q_OK, "%s", err);
-        CHECK(kf_queue_result(db, &qc, "wBad", li.job_id, li.fencing_token, &infra, NULL, err,
+        CHECK(kf_queue_result(db, &qc, "wBad", li.job_id, li.fencing_token, li.lease_token, 16, &infra, NULL, err,
                               sizeof(err)) == KF_Q_OK, "%s", err);
     }
     kf_lease li;
     CHECK(kf_queue_lease(db, &qc, "wBad", cls, 1, &li, err, sizeof(err)) == KF_Q_OK, "%s", err);
-    CHECK(kf_queue_result(db, &qc, "wBad", li.job_id, li.fencing_token, &infra, NULL, err,
+    CHECK(kf_queue_result(db, &qc, "wBad", li.job_id, li.fencing_token, li.lease_token, 16, &infra, NULL, err,
                           sizeof(err)) == KF_Q_OK, "%s", err);
     CHECK(q1(db, "SELECT quarantined::int FROM workers WHERE id = 'wBad'") == 1,
           "3 consecutive infra_errors quarantine");
@@ -293,7 +293,7 @@ int main(void)
     kf_lease lr, lr2;
     exec_ok(db, "UPDATE jobs SET max_attempts = 100"); /* room for retries */
     CHECK(kf_queue_lease(db, &qc, "wR", cls, 1, &lr, err, sizeof(err)) == KF_Q_OK, "%s", err);
-    CHECK(kf_queue_result(db, &qc, "wR", lr.job_id, lr.fencing_token, &infra, &requeued, err,
+    CHECK(kf_queue_result(db, &qc, "wR", lr.job_id, lr.fencing_token, lr.lease_token, 16, &infra, &requeued, err,
                           sizeof(err)) == KF_Q_OK && requeued, "%s", err);
     CHECK(kf_queue_lease(db, &qc, "wR", cls, 1, &lr2, err, sizeof(err)) == KF_Q_OK, "%s", err);
     CHECK(lr2.job_id != lr.job_id, "job %lld re-leased to the worker that failed it with infra_error "
@@ -302,7 +302,7 @@ int main(void)
     exec_ok(db, "UPDATE workers SET last_seen = now() - interval '1 hour' WHERE id <> 'wR'");
     CHECK(kf_queue_lease(db, &qc, "wR", cls, 1, &lr2, err, sizeof(err)) == KF_Q_OK &&
           lr2.job_id == lr.job_id, "alone, the worker retries its own infra_error job: %s", err);
-    CHECK(kf_queue_result(db, &qc, "wR", lr2.job_id, lr2.fencing_token, &ok, NULL, err, sizeof(err)) ==
+    CHECK(kf_queue_result(db, &qc, "wR", lr2.job_id, lr2.fencing_token, lr2.lease_token, 16, &ok, NULL, err, sizeof(err)) ==
           KF_Q_OK, "%s", err);
 
     /* ---- hostile results ---- */
@@ -310,9 +310,9 @@ int main(void)
     CHECK(kf_queue_lease(db, &qc, "wH", cls, 1, &lh, err, sizeof(err)) == KF_Q_OK, "%s", err);
     kf_result bad = res_ok();
     bad.verdict = "excellent";
-    CHECK(kf_queue_result(db, &qc, "wH", lh.job_id, lh.fencing_token, &bad, NULL, err, sizeof(err)) ==
+    CHECK(kf_queue_result(db, &qc, "wH", lh.job_id, lh.fencing_token, lh.lease_token, 16, &bad, NULL, err, sizeof(err)) ==
           KF_Q_REJECTED, "unknown verdict");
-    CHECK(kf_queue_result(db, &qc, "wH", 999999, 1, &bad, NULL, err, sizeof(err)) == KF_Q_REJECTED,
+    CHECK(kf_queue_result(db, &qc, "wH", 999999, 1, NULL, 0, &bad, NULL, err, sizeof(err)) == KF_Q_REJECTED,
           "unknown job");
     bad = res_ok();
     bad.verdict = "incorrect";
@@ -320,18 +320,20 @@ int main(void)
     bad.detail = "bad byte \xff\xfe here";
     bad.compile_log = "\xc3\x28 log";
     bad.speedup = 0.0 / 0.0;
-    CHECK(kf_queue_result(db, &qc, "wH", lh.job_id, lh.fencing_token, &bad, NULL, err, sizeof(err)) ==
+    CHECK(kf_queue_result(db, &qc, "wH", lh.job_id, lh.fencing_token, lh.lease_token, 16, &bad, NULL, err, sizeof(err)) ==
           KF_Q_OK, "hostile strings must be stored sanitized: %s", err);
     snprintf(sql, sizeof(sql), "SELECT (metrics IS NULL AND speedup IS NULL AND detail LIKE "
              "'bad byte%%')::int FROM evaluations WHERE job_id = %lld AND is_final", (long long)lh.job_id);
     CHECK(q1(db, sql) == 1, "sanitized row");
 
-    /* ---- finish the campaign ---- */
+    /* ---- finish the campaign (verification jobs of would-be bests
+     * included: they wait a moment before they are leased, skipped here) ---- */
     for (;;) {
         kf_lease l;
+        kf_db_cmd(db, "UPDATE jobs SET not_before = NULL", 0, NULL, err, sizeof(err));
         kf_queue_status st = kf_queue_lease(db, &qc, "wZ", cls, 1, &l, err, sizeof(err));
         if (st != KF_Q_OK) break;
-        CHECK(kf_queue_result(db, &qc, "wZ", l.job_id, l.fencing_token, &ok, NULL, err, sizeof(err)) ==
+        CHECK(kf_queue_result(db, &qc, "wZ", l.job_id, l.fencing_token, l.lease_token, 16, &ok, NULL, err, sizeof(err)) ==
               KF_Q_OK, "%s", err);
     }
     CHECK(kf_campaign_tick(db, err, sizeof(err)) == 0, "%s", err);

@@ -19,8 +19,8 @@ kf campaign wait kc --timeout 300
 
 check "campaign finished" eq "$(sql "SELECT state FROM campaigns WHERE name='kc'")" done
 check "no duplicate candidates" eq "$(sql "SELECT count(*) FROM candidates c JOIN campaigns p ON p.id=c.campaign_id WHERE p.name='kc' AND proposer='tune'")" 8
-check "one job per candidate" eq "$(sql "SELECT count(*) FROM jobs")" 8
+check "one job per candidate" eq "$(sql "SELECT count(*) FROM jobs WHERE purpose = 'eval'")" 8
 check "exactly one final evaluation per job" eq \
   "$(sql "SELECT count(*) FROM jobs j WHERE (SELECT count(*) FROM evaluations e WHERE e.job_id=j.id AND e.is_final) <> 1")" 0
-check "every final verdict ok" eq "$(sql "SELECT count(*) FROM evaluations WHERE is_final AND verdict='ok'")" 8
+check "every final verdict ok" eq "$(sql "SELECT count(*) FROM evaluations e WHERE e.is_final AND e.verdict='ok' AND e.job_id IN (SELECT id FROM jobs WHERE purpose = 'eval')")" 8
 finish

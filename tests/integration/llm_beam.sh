@@ -45,7 +45,7 @@ check "verdicts recorded for every candidate" eq \
   "$(sql "SELECT count(*) FROM candidates k JOIN campaigns c ON c.id = k.campaign_id WHERE c.name='bm' AND NOT EXISTS (SELECT 1 FROM evaluations e WHERE e.candidate_id = k.id AND e.is_final)")" 0
 check "broken and wrong kernels got their verdicts" eq \
   "$(sql "SELECT string_agg(DISTINCT e.verdict, ',' ORDER BY e.verdict) FROM evaluations e JOIN candidates k ON k.id = e.candidate_id JOIN campaigns c ON c.id = k.campaign_id WHERE c.name='bm' AND e.is_final")" "compile_error,incorrect,ok"
-seed=$(sql "SELECT e.speedup FROM evaluations e JOIN candidates k ON k.id = e.candidate_id JOIN campaigns c ON c.id = k.campaign_id WHERE c.name='bm' AND k.proposer='seed' AND e.is_final")
+seed=$(sql "SELECT e.speedup FROM evaluations e JOIN candidates k ON k.id = e.candidate_id JOIN campaigns c ON c.id = k.campaign_id WHERE c.name='bm' AND k.proposer='seed' AND e.is_final AND e.job_id IN (SELECT id FROM jobs WHERE purpose = 'eval')")
 best=$(sql "SELECT max(e.speedup) FROM evaluations e JOIN candidates k ON k.id = e.candidate_id JOIN campaigns c ON c.id = k.campaign_id WHERE c.name='bm' AND k.proposer='llm' AND e.is_final AND e.verdict='ok'")
 log "seed speedup $seed, best LLM speedup $best"
 check "the beam improves on the seed" python3 -c "import sys; sys.exit(0 if $best > 1.3 * $seed else 1)"

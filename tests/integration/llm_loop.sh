@@ -44,16 +44,16 @@ check "every prompt and reply is stored" eq "$(sql "SELECT count(*) $P AND p.pro
 check "token usage recorded per proposal" eq "$(sql "SELECT count(*) $P AND p.prompt_tokens > 0 AND p.completion_tokens > 0")" 7
 check "tunables of an LLM kernel swept (2 THREADS variants)" eq \
   "$(sql "SELECT string_agg(k.defines->>'THREADS', ',' ORDER BY k.defines->>'THREADS') FROM candidates k JOIN proposals p ON p.id = k.proposal_id JOIN campaigns c ON c.id = k.campaign_id WHERE c.name='lp' AND p.round = 1")" "1,2"
-V="FROM candidates k JOIN proposals p ON p.id = k.proposal_id JOIN campaigns c ON c.id = k.campaign_id JOIN evaluations e ON e.candidate_id = k.id AND e.is_final WHERE c.name='lp'"
+V="FROM candidates k JOIN proposals p ON p.id = k.proposal_id JOIN campaigns c ON c.id = k.campaign_id JOIN evaluations e ON e.candidate_id = k.id AND e.is_final AND e.job_id IN (SELECT id FROM jobs WHERE purpose = 'eval') WHERE c.name='lp'"
 check "verdict recorded: compile_error" eq "$(sql "SELECT e.verdict $V AND p.round = 2")" compile_error
 check "verdict recorded: incorrect" eq "$(sql "SELECT e.verdict $V AND p.round = 3")" incorrect
 check "good kernels are ok" eq "$(sql "SELECT count(*) $V AND p.round IN (1, 5) AND e.verdict = 'ok'")" 4
-seed=$(sql "SELECT e.speedup FROM evaluations e JOIN candidates k ON k.id = e.candidate_id JOIN campaigns c ON c.id = k.campaign_id WHERE c.name='lp' AND k.proposer='seed' AND e.is_final")
+seed=$(sql "SELECT e.speedup FROM evaluations e JOIN candidates k ON k.id = e.candidate_id JOIN campaigns c ON c.id = k.campaign_id WHERE c.name='lp' AND k.proposer='seed' AND e.is_final AND e.job_id IN (SELECT id FROM jobs WHERE purpose = 'eval')")
 best=$(sql "SELECT max(e.speedup) $V AND e.verdict='ok'")
 log "seed speedup $seed, best LLM speedup $best"
 check "the LLM's best beats the seed clearly" python3 -c "import sys; sys.exit(0 if $best > 1.3 * $seed else 1)"
 check "each child's parent is the fastest candidate known when it was asked for" eq \
-  "$(sql "SELECT count(*) $P AND p.round >= 2 AND p.parent_id IS DISTINCT FROM (SELECT e.candidate_id FROM evaluations e JOIN candidates k ON k.id = e.candidate_id WHERE k.campaign_id = c.id AND e.is_final AND e.verdict = 'ok' AND e.created_at < p.created_at ORDER BY e.speedup DESC LIMIT 1)")" 0
+  "$(sql "SELECT count(*) $P AND p.round >= 2 AND p.parent_id IS DISTINCT FROM (SELECT e.candidate_id FROM evaluations e JOIN candidates k ON k.id = e.candidate_id WHERE k.campaign_id = c.id AND e.is_final AND e.job_id IN (SELECT id FROM jobs WHERE purpose = 'eval') AND e.verdict = 'ok' AND e.created_at < p.created_at ORDER BY e.speedup DESC LIMIT 1)")" 0
 check "prompts carry the ABI, hardware notes, hint and retrieved manual passage" eq \
   "$(sql "SELECT count(*) $P AND p.prompt LIKE '%int kf_entry(const kf_call *call)%' AND p.prompt LIKE '%the CPU backend%' AND p.prompt LIKE '%spread them over threads%' AND p.prompt LIKE '%Quokkaword%'")" 7
 check "later prompts carry the parent's results and recent failures" eq \

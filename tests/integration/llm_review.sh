@@ -19,7 +19,7 @@ R="FROM proposals p JOIN campaigns c ON c.id = p.campaign_id WHERE c.name = 'rv'
 wait_for 120 "SELECT count(*) = 1 $R AND p.state = 'review'"
 sleep 4
 check "nothing of the model's is evaluated before approval" eq \
-  "$(sql "SELECT count(*) FROM candidates k JOIN campaigns c ON c.id = k.campaign_id WHERE c.name='rv' AND k.proposer <> 'seed'") $(sql "SELECT count(*) FROM jobs")" "0 1"
+  "$(sql "SELECT count(*) FROM candidates k JOIN campaigns c ON c.id = k.campaign_id WHERE c.name='rv' AND k.proposer <> 'seed'") $(sql "SELECT count(*) FROM jobs WHERE purpose = 'eval'")" "0 1"
 pid=$(sql "SELECT p.id $R AND p.round = 1")
 check "review list shows the proposal" grep -qE "^ *$pid +llm" <<<"$(kf review list rv)"
 check "review show prints the code" grep -q "int kf_entry" <<<"$(kf review show rv "$pid")"
@@ -39,7 +39,7 @@ check "a missing file is refused as missing" \
 out=$(kf review approve rv "$pid" --note "looks sound")
 check "approve queues the proposal's candidates" grep -q "approved: candidate .* queued (2 variants)" <<<"$out"
 check "approved candidates have jobs" eq \
-  "$(sql "SELECT count(*) FROM jobs j JOIN candidates k ON k.id = j.candidate_id WHERE k.proposal_id = $pid")" 2
+  "$(sql "SELECT count(*) FROM jobs j JOIN candidates k ON k.id = j.candidate_id WHERE k.proposal_id = $pid AND j.purpose = 'eval'")" 2
 check "approving twice is an error" bash -c "! '$KFARM_BIN/kfarm' review approve rv $pid 2>/dev/null"
 
 wait_for 120 "SELECT count(*) = 1 $R AND p.round = 2 AND p.state = 'review'"

@@ -16,7 +16,7 @@ kf campaign wait pf --timeout 300
 check "campaign finished" eq "$(sql "SELECT state FROM campaigns WHERE name='pf'")" done
 check "one final evaluation per job" eq \
   "$(sql "SELECT count(*) FROM jobs j WHERE (SELECT count(*) FROM evaluations e WHERE e.job_id=j.id AND e.is_final) <> 1")" 0
-check "all 8 variants ok" eq "$(sql "SELECT count(*) FROM evaluations WHERE is_final AND verdict='ok'")" 8
+check "all 8 variants ok" eq "$(sql "SELECT count(*) FROM evaluations e WHERE e.is_final AND e.verdict='ok' AND e.job_id IN (SELECT id FROM jobs WHERE purpose = 'eval')")" 8
 check "no lease was lost while a job waited its turn" eq "$(sql "SELECT count(*) FROM evaluations WHERE NOT is_final")" 0
 check "the worker compiled jobs ahead" grep -q "compiling ahead" "$T_DIR/solo.log"
 check "jobs compiled ahead found their candidate build cached" eq \

@@ -91,7 +91,7 @@ static void *worker_main(void *arg)
         if (w->n_lease < w->cap) w->lease_ns[w->n_lease++] = t1 - t0;
 
         t0 = now_ns();
-        st = kf_queue_heartbeat(db, w->qc, w->worker_id, l.job_id, l.fencing_token, err, sizeof(err));
+        st = kf_queue_heartbeat(db, w->qc, w->worker_id, l.job_id, l.fencing_token, l.lease_token, 16, err, sizeof(err));
         t1 = now_ns();
         if (st != KF_Q_OK) {
             snprintf(w->err, sizeof(w->err), "heartbeat job %lld: status %d: %s",
@@ -101,7 +101,7 @@ static void *worker_main(void *arg)
         if (w->n_hb < w->cap) w->hb_ns[w->n_hb++] = t1 - t0;
 
         t0 = now_ns();
-        st = kf_queue_result(db, w->qc, w->worker_id, l.job_id, l.fencing_token, &res, NULL,
+        st = kf_queue_result(db, w->qc, w->worker_id, l.job_id, l.fencing_token, l.lease_token, 16, &res, NULL,
                              err, sizeof(err));
         t1 = now_ns();
         if (st == KF_Q_OK) {

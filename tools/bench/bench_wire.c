@@ -6,9 +6,9 @@
  * Two measurements per body size S (random bytes, as a serialized Request or
  * Reply would be):
  *
- *  1. seal+open: kf_wire_seal (nonce, HMAC-SHA256, protobuf pack) followed by
- *     kf_wire_open (unpack, version/clock check, constant-time MAC compare)
- *     of the same message, in one thread. Per pair: latency; messages/s;
+ *  1. seal+open: kf_frame_seal (header and body HMAC-SHA256 with a worker's
+ *     direction key) followed by kf_frame_parse + both MAC checks (constant-
+ *     time compares) + the clock check of the same frame, in one thread. Per pair: latency; messages/s;
  *     MB/s of body.
  *
  *  2. round trip: a REQ client and a REP server thread in this process over
@@ -39,6 +39,34 @@
 #include <nanomsg/reqrep.h>
 
 #include "kf_wire.h"
+
+static const uint8_t bench_instance[KF_WIRE_INSTANCE_LEN] = { 7 };
+
+/* Seal body as a request (worker key "up") or reply ("down"). */
+static int b_seal(const kf_wire_key *k, int reply, const uint8_t *body, size_t len, uint8_t **out,
+                  size_t *outlen, char *err, size_t errlen)
+{
+    static __thread uint64_t counter;
+    return kf_frame_seal(reply ? KF_FRAME_REPLY : KF_FRAME_REQUEST, reply ? k->down : k->up, "bench",
+                         bench_instance, ++counter, body, len, out, outlen, err, errlen);
+}
+
+/* Parse and authenticate; *body points into msg. 0 or -1 with reason. */
+static int b_open(const kf_wire_key *k, int reply, const uint8_t *msg, size_t len,
+                  const uint8_t **body, size_t *blen, char *err, size_t errlen)
+{
+    kf_frame f;
+    const uint8_t *dk = reply ? k->down : k->up;
+    if (kf_frame_parse(msg, len, KF_WIRE_MAX_MSG, &f, err, errlen) < 0) return -1;
+    if (kf_frame_check_header(&f, dk) < 0 || kf_frame_check_body(&f, dk) < 0 ||
+        !kf_frame_fresh(&f, kf_wire_now_ms())) {
+        snprintf(err, errlen, "authentication failed");
+        return -1;
+    }
+    *body = f.body;
+    *blen = f.body_len;
+    return 0;
+}
 
 #define MAX_SIZES 16
 #define WARMUP 3
@@ -110,7 +138,7 @@ static void *server_main(void *arg)
         server_signal(s);
         return NULL;
     }
-    if (kf_wire_socket_setup(sock, 10000, 10000, err, sizeof(err)) < 0 || nn_bind(sock, s->url) < 0) {
+    if (kf_wire_socket_setup(sock, KF_WIRE_MAX_MSG, 10000, 10000, err, sizeof(err)) < 0 || nn_bind(sock, s->url) < 0) {
         snprintf(s->err, sizeof(s->err), "server setup/bind %s: %s", s->url,
                  err[0] ? err : nn_strerror(nn_errno()));
         nn_close(sock);
@@ -125,17 +153,18 @@ static void *server_main(void *arg)
             snprintf(s->err, sizeof(s->err), "server nn_recv: %s", nn_strerror(nn_errno()));
             break;
         }
-        Kfarm__Envelope *env = NULL;
-        int rc = kf_wire_open(s->key, buf, (size_t)n, kf_wire_now_ms(), &env, err, sizeof(err));
-        nn_freemsg(buf);
+        const uint8_t *b = NULL;
+        size_t bl = 0;
+        int rc = b_open(s->key, 0, buf, (size_t)n, &b, &bl, err, sizeof(err));
         if (rc < 0) {
+            nn_freemsg(buf);
             snprintf(s->err, sizeof(s->err), "server open: %s", err);
             break;
         }
         uint8_t *out = NULL;
         size_t outlen = 0;
-        rc = kf_wire_seal(s->key, env->body.data, env->body.len, &out, &outlen, err, sizeof(err));
-        kfarm__envelope__free_unpacked(env, NULL);
+        rc = b_seal(s->key, 1, b, bl, &out, &outlen, err, sizeof(err));
+        nn_freemsg(buf);
         if (rc < 0) {
             snprintf(s->err, sizeof(s->err), "server seal: %s", err);
             break;
@@ -162,14 +191,15 @@ static int seal_open(const kf_wire_key *k, const uint8_t *body, size_t len, char
 {
     uint8_t *msg = NULL;
     size_t mlen = 0;
-    if (kf_wire_seal(k, body, len, &msg, &mlen, err, errlen) < 0) return -1;
-    Kfarm__Envelope *env = NULL;
-    int rc = kf_wire_open(k, msg, mlen, kf_wire_now_ms(), &env, err, errlen);
+    if (b_seal(k, 0, body, len, &msg, &mlen, err, errlen) < 0) return -1;
+    const uint8_t *b = NULL;
+    size_t bl = 0;
+    int rc = b_open(k, 0, msg, mlen, &b, &bl, err, errlen);
+    if (rc == 0 && bl != len) {
+        snprintf(err, errlen, "opened body has %zu bytes, sealed %zu", bl, len);
+        rc = -1;
+    }
     free(msg);
-    if (rc < 0) return -1;
-    rc = env->body.len == len ? 0 : -1;
-    if (rc < 0) snprintf(err, errlen, "opened body has %zu bytes, sealed %zu", env->body.len, len);
-    kfarm__envelope__free_unpacked(env, NULL);
     return rc;
 }
 
@@ -180,7 +210,7 @@ static int round_trip(int sock, const kf_wire_key *k, const uint8_t *body, size_
 {
     uint8_t *msg = NULL;
     size_t mlen = 0;
-    if (kf_wire_seal(k, body, len, &msg, &mlen, err, errlen) < 0) return -1;
+    if (b_seal(k, 0, body, len, &msg, &mlen, err, errlen) < 0) return -1;
     int rc = nn_send(sock, msg, mlen, 0);
     free(msg);
     if (rc < 0) {
@@ -193,13 +223,14 @@ static int round_trip(int sock, const kf_wire_key *k, const uint8_t *body, size_
         snprintf(err, errlen, "nn_recv: %s", nn_strerror(nn_errno()));
         return -1;
     }
-    Kfarm__Envelope *env = NULL;
-    rc = kf_wire_open(k, buf, (size_t)n, kf_wire_now_ms(), &env, err, errlen);
+    const uint8_t *b = NULL;
+    size_t bl = 0;
+    rc = b_open(k, 1, buf, (size_t)n, &b, &bl, err, errlen);
+    if (rc == 0 && !(bl == len && memcmp(b, body, len) == 0)) {
+        snprintf(err, errlen, "reply body differs from the request");
+        rc = -1;
+    }
     nn_freemsg(buf);
-    if (rc < 0) return -1;
-    rc = env->body.len == len && memcmp(env->body.data, body, len) == 0 ? 0 : -1;
-    if (rc < 0) snprintf(err, errlen, "reply body differs from the request");
-    kfarm__envelope__free_unpacked(env, NULL);
     return rc;
 }
 
@@ -282,8 +313,13 @@ int main(int argc, char **argv)
     }
 
     kf_wire_key key;
-    key.len = 32;
-    for (size_t i = 0; i < key.len; i++) key.key[i] = (unsigned char)(0x5a ^ (i * 37));
+    uint8_t stored[KF_WIRE_KEY_LEN];
+    for (size_t i = 0; i < sizeof(stored); i++) stored[i] = (unsigned char)(0x5a ^ (i * 37));
+    char kerr[256];
+    if (kf_cred_from_stored(&key, stored, sizeof(stored), kerr, sizeof(kerr)) < 0) {
+        fprintf(stderr, "bench_wire: %s\n", kerr);
+        return 1;
+    }
 
     size_t maxlen = 0;
     for (int i = 0; i < nsizes; i++)
@@ -335,7 +371,7 @@ int main(int argc, char **argv)
     }
     if (!status) {
         sock = nn_socket(AF_SP, NN_REQ);
-        if (sock < 0 || kf_wire_socket_setup(sock, 10000, 10000, err, sizeof(err)) < 0 ||
+        if (sock < 0 || kf_wire_socket_setup(sock, KF_WIRE_MAX_MSG, 10000, 10000, err, sizeof(err)) < 0 ||
             nn_connect(sock, srv.url) < 0) {
             fprintf(stderr, "bench_wire: client socket: %s\n", sock < 0 ? nn_strerror(nn_errno()) : err);
             status = 1;

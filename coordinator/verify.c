@@ -1,0 +1,127 @@
+/*
+ * verify.c -- redundant verification of winners. See verify.h.
+ */
+#include "verify.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+
+int kf_verify_consider(kf_db *db, const char *campaign_id, const char *target, char *err,
+                       size_t errlen)
+{
+    const char *p[2] = { campaign_id, target };
+    /* The top unverified ok result beats every confirmed or pending one: it
+     * turns pending and gets one verification job (unique per evaluation). */
+    PGresult *r = kf_db_exec(db,
+        "WITH fin AS (SELECT e.id, e.worker_id, e.speedup, e.confirmation, j.candidate_id"
+        "             FROM evaluations e JOIN jobs j ON j.id = e.job_id"
+        "             WHERE j.campaign_id = $1::bigint AND j.target = $2 AND j.purpose = 'eval'"
+        "               AND e.is_final AND e.verdict = 'ok' AND e.speedup > 0),"
+        " cand AS (SELECT * FROM fin WHERE confirmation = 'none'"
+        "            AND speedup > COALESCE((SELECT max(speedup) FROM fin"
+        "                                    WHERE confirmation IN ('confirmed', 'pending')), 0)"
+        "          ORDER BY speedup DESC, id LIMIT 1),"
+        " mark AS (UPDATE evaluations e SET confirmation = 'pending' FROM cand"
+        "          WHERE e.id = cand.id RETURNING e.id)"
+        " INSERT INTO jobs (candidate_id, campaign_id, target, max_attempts, purpose, verifies,"
+        "                   avoid_worker, not_before)"
+        " SELECT cand.candidate_id, $1::bigint, $2, c.max_attempts, 'verify', cand.id,"
+        "        cand.worker_id, now() + interval '2 seconds'"
+        " FROM cand JOIN campaigns c ON c.id = $1::bigint"
+        " ON CONFLICT DO NOTHING RETURNING id, verifies, avoid_worker",
+        2, p, err, errlen);
+    if (!r) return -1;
+    for (int i = 0; i < PQntuples(r); i++)
+        kf_log("evaluation %s would be the best on %s: verification job %s queued "
+               "(another worker than %s when one serves %s)", PQgetvalue(r, i, 1), target,
+               PQgetvalue(r, i, 0), PQgetvalue(r, i, 2), target);
+    PQclear(r);
+    return 0;
+}
+
+/* Largest CV of any benchmark shape on either side of an evaluation's
+ * metrics, as SQL over evaluation alias A. */
+#define CV_SQL(A)                                                                              \
+    "COALESCE((SELECT max(GREATEST((s->'candidate'->>'cv')::float8,"                          \
+    "                              (s->'baseline'->>'cv')::float8))"                          \
+    "          FROM jsonb_array_elements(CASE WHEN jsonb_typeof(" A ".metrics->'timing'->'shapes')" \
+    "            = 'array' THEN " A ".metrics->'timing'->'shapes' ELSE '[]' END) s), 0)"
+
+int kf_verify_conclude(kf_db *db, const kf_queue_config *cfg, const char *orig_eval_id,
+                       const char *verify_job_id, char *err, size_t errlen)
+{
+    (void)cfg;
+    const char *p[2] = { orig_eval_id, verify_job_id };
+    PGresult *r = kf_db_exec(db,
+        "SELECT o.speedup, " CV_SQL("o") ", o.worker_id, v.id, v.verdict, v.speedup, " CV_SQL("v")
+        ", v.worker_id FROM evaluations o, evaluations v"
+        " WHERE o.id = $1::bigint AND v.job_id = $2::bigint AND v.is_final",
+        2, p, err, errlen);
+    if (!r) return -1;
+    if (PQntuples(r) != 1) {
+        PQclear(r);
+        snprintf(err, errlen, "verification job %s: no final evaluation or evaluation %s gone",
+                 verify_job_id, orig_eval_id);
+        return -1;
+    }
+    double s1 = kf_db_f64(r, 0, 0, 0), cv1 = kf_db_f64(r, 0, 1, 0);
+    double s2 = kf_db_f64(r, 0, 5, 0), cv2 = kf_db_f64(r, 0, 6, 0);
+    char w1[160], w2[160], vid[24], verdict[32];
+    snprintf(w1, sizeof(w1), "%s", PQgetvalue(r, 0, 2));
+    snprintf(vid, sizeof(vid), "%s", PQgetvalue(r, 0, 3));
+    snprintf(verdict, sizeof(verdict), "%s", PQgetvalue(r, 0, 4));
+    snprintf(w2, sizeof(w2), "%s", PQgetvalue(r, 0, 7));
+    PQclear(r);
+
+    const char *state;
+    char detail[512];
+    int same = strcmp(w1, w2) == 0;
+    if (!strcmp(verdict, "ok") && s1 > 0 && s2 > 0) {
+        /* Two workers: the noise both measured (the smaller CV), so that
+         * neither side can widen the allowance by claiming a noisy run. One
+         * worker re-timed: its own noise (the larger CV). */
+        double cv = same ? fmax(cv1, cv2) : fmin(cv1, cv2);
+        if (!(cv >= 0)) cv = 0;
+        double tol = fmax(log(1.5), 4.0 * M_SQRT2 * cv);
+        double d = fabs(log(s1 / s2));
+        state = d <= tol ? "confirmed" : "disputed";
+        snprintf(detail, sizeof(detail),
+                 "%s: %.3fx by %s vs %.3fx by %s (ratio %.2f, noise allows %.2f; CV %.1f%% / %.1f%%)",
+                 state, s1, w1, s2, w2, exp(d), exp(tol), 100 * cv1, 100 * cv2);
+    } else if (!strcmp(verdict, "infra_error") || !strcmp(verdict, "unsupported")) {
+        state = "inconclusive";
+        snprintf(detail, sizeof(detail), "inconclusive: the verification on %s ended %s", w2, verdict);
+    } else {
+        state = "disputed";
+        snprintf(detail, sizeof(detail), "disputed: %.3fx by %s, but %s by %s", s1, w1, verdict, w2);
+    }
+    const char *pu[5] = { orig_eval_id, state, vid, w2, detail };
+    if (kf_db_cmd(db,
+            "UPDATE evaluations SET confirmation = $2, confirmed_by = $3::bigint,"
+            " confirmed_by_worker = $4, confirmation_detail = $5, confirmed_at = now()"
+            " WHERE id = $1::bigint", 5, pu, err, errlen) < 0)
+        return -1;
+    kf_log("evaluation %s %s", orig_eval_id, detail);
+    /* a worker re-timed alone says nothing about its honesty */
+    if (state[0] == 'i' || same) return 0; /* inconclusive */
+    int agree = state[0] == 'c';
+    char qd[16];
+    snprintf(qd, sizeof(qd), "%d", KF_VERIFY_QUARANTINE_DISPUTES);
+    const char *pw[4] = { w1, w2, agree ? "true" : "false", qd };
+    r = kf_db_exec(db,
+        "UPDATE workers SET agreements = agreements + CASE WHEN $3::boolean THEN 1 ELSE 0 END,"
+        "  disputes = disputes + CASE WHEN $3::boolean THEN 0 ELSE 1 END,"
+        "  quarantined = quarantined OR (NOT $3::boolean AND disputes + 1 >= $4::int"
+        "                                AND disputes + 1 > agreements)"
+        " WHERE id IN ($1, $2) RETURNING id, quarantined, disputes", 4, pw, err, errlen);
+    if (!r) return -1;
+    for (int i = 0; i < PQntuples(r); i++)
+        if (!agree && !strcmp(PQgetvalue(r, i, 1), "t"))
+            kf_log("worker %s quarantined: %s verification disputes", PQgetvalue(r, i, 0),
+                   PQgetvalue(r, i, 2));
+    PQclear(r);
+    return 0;
+}

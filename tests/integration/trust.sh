@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Fleet trust over the real coordinator, PostgreSQL and nanomsg (ipc and tcp
+# on loopback), with kf_probe playing the attacker (tests/tools/kf_probe.c):
+#  - a second process with a live worker's identity is refused on both sides;
+#  - an enrolled worker guessing lease tokens for another worker's lease gets
+#    every heartbeat and result refused;
+#  - a forged 1000x result from an enrolled, lying worker is disputed by the
+#    second worker's evaluation and never named best; the liar's reputation
+#    records it; kfarm best/leaderboard rank the confirmed result first;
+#  - a captured message replayed after 20,000 newer ones and after a
+#    coordinator restart is refused;
+#  - unauthenticated 8 MiB frames cost the coordinator well under 1 ms of CPU;
+#  - 2,000 idle TCP connections do not stop a real worker from being served
+#    (the coordinator starts with a 1024-file soft limit, as on most hosts).
+source "$(dirname "$0")/../lib.sh"
+probe() { "$KFARM_BIN/kf_probe" "$@"; }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$T_COORD/stat"; }
+
+kf db migrate
+port=$((20000 + RANDOM % 20000))
+TCP="tcp://127.0.0.1:$port"
+ulimit -S -n 1024
+start_coordinator --listen "$TCP" --lease-ms 3000
+ulimit -S -n "$(ulimit -H -n)"
+for w in honest liar mallory; do enroll $w; done
+
+# ---- one identity, one live process ----
+start_worker honest
+wait_for 30 "SELECT count(*) = 1 FROM workers WHERE id = 'honest'"
+rc=0
+timeout 60 "$KFARM_BIN/kfarm-worker" run --coordinator "$T_ADDR" --credential "$T_DIR/honest.cred" \
+  --work-dir "$T_DIR/honest-clone" --cpu --quick --poll-ms 200 >"$T_DIR/clone.log" 2>&1 || rc=$?
+check "a second process with a live identity exits 3" eq "$rc" 3
+check "... saying why (worker side)" grep -q "already in use by a live process" "$T_DIR/clone.log"
+check "... and the coordinator logs the refusal" grep -q "register refused: worker identity honest" "$T_DIR/coordinator.log"
+check "an unknown credential is refused" bash -c "! \"$KFARM_BIN/kfarm-worker\" run --coordinator $T_ADDR --credential /nonexistent --cpu 2>/dev/null"
+
+# ---- a lying worker, guessed tokens ----
+kf campaign create tr --task "$KFARM_SRC/tests/tasks/farm_axpy_f32" --strategy tune --target cpu
+kf campaign start tr
+probe "$T_DIR/liar.cred" "$T_ADDR" lie 1000 >"$T_DIR/lie.txt"
+check "the liar leased a job and its 1000x result was stored" grep -q ": OK" "$T_DIR/lie.txt"
+liar_cand=$(sed -n 's/.*candidate \([0-9]*\):.*/\1/p' "$T_DIR/lie.txt")
+wait_for 60 "SELECT count(*) > 0 FROM jobs WHERE state = 'leased' AND worker_id = 'honest'" || true
+read -r job lease < <(sql "SELECT id, fencing_token FROM jobs WHERE state = 'leased' AND worker_id = 'honest' LIMIT 1" | tr '|' ' ')
+if [ -n "${job:-}" ]; then
+  probe "$T_DIR/mallory.cred" "$T_ADDR" forge "$job" "$lease" 100 >"$T_DIR/forge.txt"
+  check "100 guessed tokens for another worker's lease: no heartbeat or result accepted" grep -q "forge: OK 0 " "$T_DIR/forge.txt"
+  check "... every one refused" grep -Eq "STALE ([0-9]+) REJECTED ([0-9]+)" "$T_DIR/forge.txt"
+  check "nothing stored under mallory's name" eq "$(sql "SELECT count(*) FROM evaluations WHERE worker_id = 'mallory'")" 0
+else
+  check "honest held a lease to forge against" false
+fi
+kf campaign wait tr --timeout 300
+check "campaign finished" eq "$(sql "SELECT state FROM campaigns WHERE name='tr'")" done
+check "the forged 1000x result is disputed" eq \
+  "$(sql "SELECT confirmation || ' ' || confirmed_by_worker FROM evaluations WHERE worker_id = 'liar' AND is_final")" "disputed honest"
+check "the liar's reputation records the dispute" eq "$(sql "SELECT disputes FROM workers WHERE id = 'liar'")" 1
+kf best tr --out "$T_DIR/best.c" 2>"$T_DIR/best.err"
+check "kfarm best does not name the liar's candidate" bash -c "! grep -q \"candidate $liar_cand on\" $T_DIR/best.c"
+check "kfarm best names a confirmed result and who confirmed it" grep -q "confirmed by worker honest" "$T_DIR/best.c"
+kf leaderboard tr --limit 0 >"$T_DIR/lb.txt"
+check "leaderboard ranks a confirmed result first" bash -c "awk '\$1 == 1' $T_DIR/lb.txt | grep -q 'yes: honest'"
+check "leaderboard shows the dispute" grep -q "DISPUTED by honest" "$T_DIR/lb.txt"
+check "one final evaluation per job" eq \
+  "$(sql "SELECT count(*) FROM jobs j WHERE (SELECT count(*) FROM evaluations e WHERE e.job_id=j.id AND e.is_final) <> 1")" 0
+
+# ---- replays ----
+probe "$T_DIR/mallory.cred" "$T_ADDR" capture "$T_DIR/captured.bin" >/dev/null
+probe "$T_DIR/mallory.cred" "$T_ADDR" flood 20000 >"$T_DIR/flood.txt"
+check "20,000 newer messages served" grep -q "flood: 20000 of 20000" "$T_DIR/flood.txt"
+check "a captured message replayed after 20,000 newer ones is refused" \
+  bash -c "\"$KFARM_BIN/kf_probe\" - $T_ADDR replay $T_DIR/captured.bin | grep -q 'notice: replayed'"
+kill -TERM "$T_COORD"; wait "$T_COORD" 2>/dev/null || true
+start_coordinator --listen "$TCP" --lease-ms 3000
+sleep 1
+check "... and after a coordinator restart" \
+  bash -c "\"$KFARM_BIN/kf_probe\" - $T_ADDR replay $T_DIR/captured.bin | grep -q 'notice: replayed'"
+
+# ---- unauthenticated big frames ----
+t0=$(cpu_ticks)
+probe - "$T_ADDR" bigframe 20 $((8 * 1024 * 1024)) >/dev/null
+probe - "$T_ADDR" bigframe 200 $((1024 * 1024)) >"$T_DIR/big.txt"
+t1=$(cpu_ticks)
+us=$(( (t1 - t0) * 1000000 / $(getconf CLK_TCK) / 220 ))
+log "coordinator CPU per unauthenticated 1-8 MiB frame: ${us} us"
+check "unauthenticated big frames cost well under 1 ms of CPU each (${us} us)" test "$us" -lt 500
+
+# ---- idle connections ----
+"$KFARM_BIN/kf_probe" - "$TCP" idle 2000 60 >"$T_DIR/idle.txt" &
+T_PIDS+=($!)
+wait_for 30 "SELECT true" >/dev/null; sleep 3
+check "2,000 idle connections are open" grep -q "open: 2000" "$T_DIR/idle.txt"
+enroll late
+start_worker late --coordinator "$TCP"
+check "a real worker is still served (registers over tcp)" \
+  wait_for 60 "SELECT count(*) = 1 FROM workers WHERE id = 'late'"
+finish
