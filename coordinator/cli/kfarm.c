@@ -33,6 +33,7 @@ static const cli_command commands[] = {
     { "hint", kf_cli_cmd_hint, "hint add|list NAME [TEXT]: hints for the model" },
     { "candidate", kf_cli_cmd_candidate, "candidate submit NAME FILE [--parent N]: your own kernel" },
     { "docs", kf_cli_cmd_docs, "docs add|list NAME [FILE...]: reference manuals for prompts" },
+    { "ship", kf_cli_cmd_ship, "ship CAMPAIGN... --out DIR [--verify]: the confirmed winners as a library" },
 };
 
 static void usage(FILE *f)

@@ -31,6 +31,7 @@ int kf_cli_cmd_review(int argc, char **argv);    /* cmd_review.c */
 int kf_cli_cmd_hint(int argc, char **argv);      /* cmd_hint.c */
 int kf_cli_cmd_candidate(int argc, char **argv); /* cmd_candidate.c */
 int kf_cli_cmd_docs(int argc, char **argv);      /* cmd_docs.c */
+int kf_cli_cmd_ship(int argc, char **argv);      /* cmd_ship.c */
 
 /* LLM campaigns (campaign_llm.c). Read a campaign file (--config): fills
  * spec fields the command line left unset (strategy, task, targets,

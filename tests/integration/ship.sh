@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# kfarm ship: a two-target campaign (cpu and this machine's second cpu class)
+# on tests/tasks/ship_scale_f32, whose seed wins at the large benchmark shape
+# and loses at the small one; two workers so each target's best is confirmed
+# by a second worker. Then:
+#   - ship: per class, the small shape goes to the baseline and the large one
+#     to the confirmed winner; MANIFEST.json says who confirmed it;
+#   - the output builds with its own CMakeLists.txt into one shared library
+#     whose kf_entry gives the right answer at both shapes and at a shape that
+#     was never measured (the baseline);
+#   - each class file is itself a candidate: `kfarm-worker eval` says ok;
+#   - a winner that is not confirmed (disputed) is never shipped;
+#   - --verify has the farm judge the shipped files: ok, no shape slower;
+#   - CUDA, compile only (no GPU here): results on sm_80 and sm_90 written
+#     into the database ship as a fat binary with a cubin for each.
+source "$(dirname "$0")/../lib.sh"
+
+kf db migrate
+task="$KFARM_SRC/tests/tasks/ship_scale_f32"
+cls2=$("$KFARM_BIN/kfarm-worker" devices --cpu | python3 -c 'import json,sys; print(json.load(sys.stdin)["classes"][1])')
+log "second cpu class: $cls2"
+start_coordinator
+start_worker w1
+kf campaign create sh --task "$task" --strategy tune --target cpu --target "$cls2" --no-task-check
+kf campaign start sh
+# w1 evaluates alone; w2 joins once the variants are judged, so the
+# confirmations run one at a time instead of two workers sharing the cores
+wait_for 240 "SELECT count(*) = 4 FROM evaluations e JOIN jobs j ON j.id = e.job_id WHERE e.is_final AND j.purpose = 'eval'"
+start_worker w2
+kf campaign wait sh --timeout 240
+CONF="SELECT count(DISTINCT j.target) FROM evaluations e JOIN jobs j ON j.id = e.job_id JOIN campaigns c ON c.id = j.campaign_id WHERE c.name = 'sh' AND e.confirmation = 'confirmed'"
+wait_for 120 "SELECT ($CONF) = 2" || true
+check "each target's best was confirmed by a second evaluation" eq "$(sql "$CONF")" 2
+
+out=$T_DIR/ship
+rc=0
+kf ship sh --out "$out" >"$T_DIR/ship.txt" 2>&1 || rc=$?
+cat "$T_DIR/ship.txt" >&2
+check "ship succeeds" eq "$rc" 0
+slug2=$(printf '%s' "$cls2" | tr -c 'A-Za-z0-9_' '_')
+man() { python3 -c "import json,sys; m=json.load(open('$1')); print(eval(sys.argv[1]))" "$2"; }
+check "two classes in the manifest" eq "$(man "$out/MANIFEST.json" "len(m['classes'])")" 2
+for cls in cpu "$cls2"; do
+  sel="[c for c in m['classes'] if c['class'] == '$cls'][0]['shapes']"
+  check "$cls: the small shape (seed loses) goes to the baseline" eq \
+    "$(man "$out/MANIFEST.json" "$sel[0]['entry']")" baseline
+  # the confirmed result fastest at the large shape (each result's own per-shape timing)
+  win=$(sql "SELECT e.candidate_id FROM evaluations e JOIN jobs j ON j.id = e.job_id JOIN campaigns c ON c.id = j.campaign_id,
+             jsonb_array_elements(e.metrics->'timing'->'shapes') s
+             WHERE c.name = 'sh' AND j.target = '$cls' AND e.confirmation = 'confirmed' AND (s->'sizes'->>'N')::bigint = 4194304
+             ORDER BY (s->>'speedup')::float DESC LIMIT 1")
+  check "$cls: the large shape goes to the confirmed winner" eq \
+    "$(man "$out/MANIFEST.json" "$sel[1].get('candidate_id')")" "$win"
+  check "$cls: the manifest names the confirming worker" python3 -c \
+    "import json,sys; s=[c for c in json.load(open('$out/MANIFEST.json'))['classes'] if c['class']=='$cls'][0]['shapes'][1]; sys.exit(0 if s['confirmed_by'] in ('w1','w2') and s['speedup_interval'][0] > 1 else 1)"
+done
+
+# the library builds with its own CMakeLists.txt and answers right
+( cmake -S "$out" -B "$out/build" -DCMAKE_BUILD_TYPE=Release && cmake --build "$out/build" ) >"$T_DIR/build.log" 2>&1 || true
+check "the shipped library builds (cmake)" test -f "$out/build/libkfship_ship_scale_f32.so"
+check "it exports kf_entry" bash -c "nm -D --defined-only '$out/build/libkfship_ship_scale_f32.so' | grep -qw kf_entry"
+cat >"$T_DIR/drive.c" <<'C'
+/* load the shipped library, call kf_entry at N, compare with 3x+1 */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <math.h>
+#include <stdlib.h>
+#include "kf_abi.h"
+int main(int argc, char **argv)
+{
+    void *h = dlopen(argv[1], RTLD_NOW);
+    if (!h) { fprintf(stderr, "%s\n", dlerror()); return 1; }
+    int (*entry)(const kf_call *) = (int (*)(const kf_call *))dlsym(h, "kf_entry");
+    for (int a = 2; a < argc; a++) {
+        int64_t n = atoll(argv[a]);
+        float *x = malloc(n * sizeof(float)), *o = malloc(n * sizeof(float));
+        for (int64_t i = 0; i < n; i++) x[i] = (float)(i % 1000) / 1000.0f - 0.5f;
+        kf_tensor in = { x, KF_F32, 1, { n } }, out = { o, KF_F32, 1, { n } };
+        kf_call c = { &in, 1, &out, 1, &n, 1, NULL, NULL, 0 };
+        if (!entry || entry(&c) != 0) return 1;
+        for (int64_t i = 0; i < n; i++)
+            if (fabsf(o[i] - (3.0f * x[i] + 1.0f)) > 1e-6f * (1.0f + fabsf(o[i]))) { fprintf(stderr, "N=%lld: out[%lld] wrong\n", (long long)n, (long long)i); return 1; }
+        free(x); free(o);
+    }
+    puts("right");
+    return 0;
+}
+C
+cc -O1 -I"$out/include" "$T_DIR/drive.c" -o "$T_DIR/drive" -ldl -lm
+check "the library's kf_entry is right at both shapes and an unmeasured one" eq \
+  "$("$T_DIR/drive" "$out/build/libkfship_ship_scale_f32.so" 65536 4194304 1000 2>&1)" right
+
+# each class file is a valid candidate
+v=$("$KFARM_BIN/kfarm-worker" eval "$task" "$out/classes/cpu.c" --quick --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["verdict"])' || true)
+check "the class file is ok as a candidate (kfarm-worker eval)" eq "$v" ok
+check "the class file renamed the shared helper apart" grep -q "ship_scale__" "$out/classes/cpu.c"
+
+# an unconfirmed winner is never shipped
+dis=$(sql "SELECT e.id FROM evaluations e JOIN jobs j ON j.id = e.job_id JOIN campaigns c ON c.id = j.campaign_id WHERE c.name = 'sh' AND j.target = 'cpu' AND e.confirmation = 'confirmed' ORDER BY e.speedup DESC LIMIT 1")
+discand=$(sql "SELECT candidate_id FROM evaluations WHERE id = $dis")
+sql "UPDATE evaluations SET confirmation = 'disputed' WHERE id = $dis"
+kf ship sh --out "$T_DIR/ship2" >"$T_DIR/ship2.txt" 2>&1 || true
+check "a disputed winner is not shipped" python3 -c "
+import json, sys
+m = json.load(open('$T_DIR/ship2/MANIFEST.json'))
+c = [c for c in m['classes'] if c['class'] == 'cpu'][0]
+sys.exit(0 if all(s.get('candidate_id') != $discand for s in c['shapes']) else 1)"
+sql "UPDATE evaluations SET confirmation = 'pending' WHERE id = $dis"
+kf ship sh --out "$T_DIR/ship3" >"$T_DIR/ship3.txt" 2>&1 || true
+check "nor a pending one, and ship says one is waiting" bash -c "grep -q 'unconfirmed result' '$T_DIR/ship3.txt' && ! grep -q '\"candidate_id\": $discand' <(python3 -c \"import json; print(json.dumps([c for c in json.load(open('$T_DIR/ship3/MANIFEST.json'))['classes'] if c['class']=='cpu']))\")"
+sql "UPDATE evaluations SET confirmation = 'confirmed' WHERE id = $dis"
+
+# the farm judges the shipped files
+vrc=0
+kf ship sh --out "$T_DIR/ship4" --verify --verify-timeout 200 >"$T_DIR/verify.txt" 2>&1 || vrc=$?
+cat "$T_DIR/verify.txt" >&2
+check "ship --verify: every class ok, no shape slower" bash -c "[ $vrc = 0 ] && grep -q 'every class ok' '$T_DIR/verify.txt'"
+check "verification campaigns are in the database" eq \
+  "$(sql "SELECT count(*) FROM campaigns WHERE name LIKE 'sh-ship-%'")" 2
+
+brc=0
+bad=$(kf ship sh nosuch --out "$T_DIR/x" 2>&1) || brc=$?
+check "an unknown campaign is a clear error" bash -c '[ "$1" = 1 ] && grep -q "no campaign .nosuch." <<<"$2"' _ "$brc" "$bad"
+
+# CUDA, compile only: confirmed results for sm_80 and sm_90 written into the database
+NVCC=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null || true)
+if [ -n "$NVCC" ] && [ -x "$NVCC" ]; then
+  ct="$KFARM_SRC/tests/cases_cuda/task"
+  kf campaign create cu --task "$ct" --strategy tune --target sm_80 --target sm_90 --no-task-check >/dev/null
+  kf candidate submit cu "$KFARM_SRC/tests/cases_cuda/good/candidate.cu" >/dev/null
+  kf candidate submit cu "$KFARM_SRC/tests/cases_cuda/t1_sync/candidate.cu" >/dev/null
+  # candidate "good" wins on sm_90, "t1_sync" on sm_80 (both confirmed): two different files per class
+  sql "INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, verdict, metrics, speedup, is_final, confirmation, confirmed_by_worker)
+       SELECT j.id, j.candidate_id, 1, 'gpu-w', 'ok',
+              json_build_object('timing', json_build_object('shapes', json_build_array(json_build_object(
+                'sizes', json_build_object('N', 16777216), 'speedup', s,
+                'candidate', json_build_object('cv', 0.01, 'reps', 50), 'baseline', json_build_object('cv', 0.01, 'reps', 50)))))::jsonb,
+              s, true, 'confirmed', 'gpu-v'
+       FROM (SELECT j.*, CASE WHEN (k.source LIKE '%t1_sync%' OR k.source LIKE '%T1%') = (j.target = 'sm_80') THEN 2.0 ELSE 1.5 END AS s
+             FROM jobs j JOIN candidates k ON k.id = j.candidate_id JOIN campaigns c ON c.id = j.campaign_id
+             WHERE c.name = 'cu' AND j.purpose = 'eval') j"
+  sql "UPDATE jobs SET state = 'done' WHERE campaign_id = (SELECT id FROM campaigns WHERE name = 'cu')" || true
+  crc=0
+  kf ship cu --out "$T_DIR/shipcu" --nvcc "$NVCC" >"$T_DIR/shipcu.txt" 2>&1 || crc=$?
+  cat "$T_DIR/shipcu.txt" >&2
+  check "CUDA: ship writes and compiles a class file per arch" bash -c "[ $crc = 0 ] && [ -f '$T_DIR/shipcu/classes/sm_80.cu' ] && [ -f '$T_DIR/shipcu/classes/sm_90.cu' ]"
+  ( cmake -S "$T_DIR/shipcu" -B "$T_DIR/shipcu/build" -DCMAKE_CUDA_COMPILER="$NVCC" && cmake --build "$T_DIR/shipcu/build" ) \
+    >"$T_DIR/buildcu.log" 2>&1 || true
+  lib=$T_DIR/shipcu/build/libkfship_cases_axpy_f32_cuda.so
+  check "CUDA: the library builds (cmake, nvcc)" test -f "$lib"
+  # each embedded cubin keeps the ptxas command line it was built with
+  check "CUDA: a fat binary with a cubin for sm_80 and for sm_90" bash -c \
+    "strings '$lib' | grep -q -- '-arch sm_80 ' && strings '$lib' | grep -q -- '-arch sm_90 '"
+  check "CUDA: each class's kernels in their own namespace" bash -c \
+    "strings '$lib' | grep -q kf_ship_ns_sm_80_e0 && strings '$lib' | grep -q kf_ship_ns_sm_90_e0"
+else
+  log "nvcc not found: the CUDA compile-only part is skipped"
+fi
+finish
