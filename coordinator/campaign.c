@@ -259,7 +259,8 @@ static int set_state(kf_db *db, const char *name, const char *from, const char *
     const char *p[3] = { name, from, to };
     PGresult *r = kf_db_exec(db,
         "UPDATE campaigns SET state = $3, updated_at = now(),"
-        "  started_at = CASE WHEN $3 = 'running' THEN COALESCE(started_at, now()) ELSE started_at END "
+        "  started_at = CASE WHEN $3 = 'running' THEN COALESCE(started_at, now()) ELSE started_at END,"
+        "  pause_reason = NULL "
         "WHERE name = $1 AND state = ANY($2::text[]) RETURNING id", 3, p, err, errlen);
     if (!r) return -1;
     int n = PQntuples(r);

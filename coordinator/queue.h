@@ -23,7 +23,17 @@
  *
  * Workers: every reported infra_error increments the worker's consecutive
  * counter (any other verdict resets it); at quarantine_after the worker is
- * quarantined and gets no more jobs until released (kfarm workers).
+ * quarantined, with the reason, and gets no more jobs until released
+ * (kfarm worker release NAME); every refused lease tells it why.
+ *
+ * Task faults: an infra_error whose metrics blame "task" (the judge proved
+ * the task's own reference or baseline broken) is nobody's health problem:
+ * the job goes back to the queue without counting the attempt and the
+ * campaign is paused with the reason (campaigns.pause_reason).
+ *
+ * Fair scheduling: a lease goes to the running campaign with the fewest
+ * leased jobs per unit of campaigns.share (1 by default: equal shares),
+ * oldest job first within the campaign.
  */
 #ifndef KF_QUEUE_H
 #define KF_QUEUE_H
@@ -31,6 +41,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "db.h"
+
+/* A worker not heard from (lease, heartbeat, result) for this long is shown
+ * offline and counts as no live worker for a target (s). */
+#define KF_QUEUE_OFFLINE_S 60
 
 typedef struct {
     int lease_ms;           /* lease length, ms (default 30000) */

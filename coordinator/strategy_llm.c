@@ -10,6 +10,8 @@
  *   plateau       rounds in a row without an improvement >= min_improvement
  *   lineage_best, lineage_score   parallel: per lineage
  *   stopped       why the campaign stopped proposing ("max_rounds reached")
+ *   dead_rounds   rounds in which no proposal got a reply (not counted
+ *                 toward max_rounds; the blocker is shown by health.c)
  * Every write happens in one transaction with the proposals/candidates it
  * describes, so a coordinator killed anywhere in a step leaves either the
  * old state and nothing new, or the new state and all its rows.
@@ -525,7 +527,7 @@ static const char *stop_reason(kf_db *db, const char *cid, const llm_cfg *c, jso
         snprintf(buf, cap, "no improvement in %ld rounds", c->plateau_rounds);
         return buf;
     }
-    if (c->max_rounds > 0 && round >= c->max_rounds) {
+    if (c->max_rounds > 0 && round - jint(state, "dead_rounds", 0) >= c->max_rounds) {
         snprintf(buf, cap, "max_rounds (%ld) reached", c->max_rounds);
         return buf;
     }
@@ -667,6 +669,8 @@ static int endpoint_backoff(kf_db *db, const char *cid, const char *name, json_t
         json_object_del(state, "resume_at");
         return 0;
     }
+    /* a round without a single reply does not count toward max_rounds */
+    json_object_set_new(state, "dead_rounds", json_integer(jint(state, "dead_rounds", 0) + 1));
     int64_t n = jint(state, "endpoint_failures", 0) + 1;
     double wait = 5.0 * pow(2.0, (double)(n - 1 < 6 ? n - 1 : 6));
     if (wait > 300) wait = 300;

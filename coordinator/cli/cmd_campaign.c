@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "campaign.h"
+#include "health.h"
 #include "kf_util.h"
 #include "kfarm_cli.h"
 
@@ -35,7 +36,7 @@ static void usage(FILE *f)
         "       kfarm campaign pause NAME\n"
         "       kfarm campaign status NAME\n"
         "       kfarm campaign list\n"
-        "       kfarm campaign wait NAME [--timeout S]\n"
+        "       kfarm campaign wait NAME [--timeout S] [--blocked-after S] [--quiet]\n"
         "\n"
         "All take --db CONNINFO (default $KFARM_DB).\n"
         "  --task DIR          task directory (task.json, reference, baseline, seed)\n"
@@ -49,7 +50,13 @@ static void usage(FILE *f)
         "  --config FILE       campaign file (JSON): strategy, LLM endpoint, budgets, review\n"
         "  --no-task-check     create: do not run `kfarm-worker check-task` on the task first\n"
         "                      (docs/campaign-config.md); command-line options win\n"
-        "  --timeout S         wait: give up after S seconds (exit 1)\n");
+        "  --timeout S         wait: give up after S seconds (exit 1)\n"
+        "  --blocked-after S   wait: exit 3 once the campaign has been blocked (no live\n"
+        "                      worker, model errors, ...) for S seconds (default 60);\n"
+        "                      a paused campaign exits 3 at once\n"
+        "  --quiet             wait: no progress lines on stderr\n"
+        "\n"
+        "status and wait say why a campaign is not progressing (\"blocked:\" lines).\n");
 }
 
 /* Run `kfarm-worker check-task DIR [--seed FILE]` (the worker binary beside
@@ -156,6 +163,14 @@ static int do_status(kf_db *db, const char *name)
                kf_db_f64(r, i, 5, 0));
     }
     PQclear(r);
+    json_t *bl = kf_health_blockers(db, (int64_t)id, name, err, sizeof(err));
+    if (!bl) return kf_cli_fail("%s", err);
+    size_t i;
+    json_t *b;
+    json_array_foreach(bl, i, b)
+        printf("blocked:    [%s] %s\n", json_string_value(json_object_get(b, "kind")),
+               json_string_value(json_object_get(b, "text")));
+    json_decref(bl);
     return 0;
 }
 
@@ -194,10 +209,45 @@ static int do_list(kf_db *db)
     return 0;
 }
 
-static int do_wait(kf_db *db, const char *name, double timeout)
+/* "1h02m", "3m05s", "42s" into buf. */
+static const char *dur(double s, char *buf, size_t cap)
 {
-    double start = kf_util_now_s();
-    char state[16], err[1024];
+    long t = (long)(s + 0.5);
+    if (t >= 3600) snprintf(buf, cap, "%ldh%02ldm", t / 3600, t / 60 % 60);
+    else if (t >= 60) snprintf(buf, cap, "%ldm%02lds", t / 60, t % 60);
+    else snprintf(buf, cap, "%lds", t);
+    return buf;
+}
+
+/* One progress line: "running: jobs 5/12 done, 2 leased; round 2/5; ETA 1m20s". */
+static void progress_line(json_t *pg, char *out, size_t cap)
+{
+    json_t *j = json_object_get(pg, "jobs");
+    long long done = json_integer_value(json_object_get(j, "done"));
+    long long total = json_integer_value(json_object_get(j, "total"));
+    long long leased = json_integer_value(json_object_get(j, "leased"));
+    long long round = json_integer_value(json_object_get(pg, "round"));
+    long long dead = json_integer_value(json_object_get(pg, "rounds_without_reply"));
+    long long maxr = json_integer_value(json_object_get(pg, "max_rounds"));
+    double eta = json_number_value(json_object_get(pg, "eta_s"));
+    size_t n = (size_t)snprintf(out, cap, "%s: jobs %lld/%lld done, %lld leased",
+                                json_string_value(json_object_get(pg, "state")), done, total, leased);
+    if (strcmp(json_string_value(json_object_get(pg, "strategy")), "tune") != 0 && n < cap) {
+        n += (size_t)snprintf(out + n, cap - n, "; round %lld", round);
+        if (maxr > 0 && n < cap) n += (size_t)snprintf(out + n, cap - n, " of %lld", maxr);
+        if (dead > 0 && n < cap)
+            n += (size_t)snprintf(out + n, cap - n, " (%lld without reply, not counted)", dead);
+    }
+    char b[32];
+    if (eta >= 0 && done < total && n < cap)
+        snprintf(out + n, cap - n, "; ETA %s for the queued jobs", dur(eta, b, sizeof(b)));
+}
+
+/* Poll until done (0), timeout (1) or blocked for blocked_after s (3). */
+static int do_wait(kf_db *db, const char *name, double timeout, double blocked_after, int quiet)
+{
+    double start = kf_util_now_s(), blocked_since = -1, last_print = 0;
+    char state[16] = "", err[1024], last[512] = "";
     int64_t id;
     for (;;) {
         if (kf_db_ensure(db, err, sizeof(err)) == 0) {
@@ -206,6 +256,37 @@ static int do_wait(kf_db *db, const char *name, double timeout)
             } else if (strcmp(state, "done") == 0) {
                 printf("campaign %s is done\n", name);
                 return 0;
+            } else {
+                json_t *pg = kf_health_progress(db, id, err, sizeof(err));
+                json_t *bl = kf_health_blockers(db, id, name, err, sizeof(err));
+                double now = kf_util_now_s();
+                if (pg && !quiet) {
+                    char line[512];
+                    progress_line(pg, line, sizeof(line));
+                    if (strcmp(line, last) || now - last_print >= 30) {
+                        fprintf(stderr, "kfarm: campaign %s %s\n", name, line);
+                        snprintf(last, sizeof(last), "%s", line);
+                        last_print = now;
+                    }
+                }
+                if (bl && json_array_size(bl) > 0) {
+                    if (blocked_since < 0) blocked_since = now;
+                    if (!strcmp(state, "paused") || now - blocked_since >= blocked_after) {
+                        size_t i;
+                        json_t *b;
+                        json_array_foreach(bl, i, b)
+                            fprintf(stderr, "kfarm: campaign %s is blocked: [%s] %s\n", name,
+                                    json_string_value(json_object_get(b, "kind")),
+                                    json_string_value(json_object_get(b, "text")));
+                        json_decref(pg);
+                        json_decref(bl);
+                        return 3;
+                    }
+                } else if (bl) {
+                    blocked_since = -1;
+                }
+                json_decref(pg);
+                json_decref(bl);
             }
         }
         if (timeout > 0 && kf_util_now_s() - start >= timeout)
@@ -228,6 +309,8 @@ int kf_cli_cmd_campaign(int argc, char **argv)
         { "timeout", required_argument, NULL, 'w' },
         { "config", required_argument, NULL, 'C' },
         { "no-task-check", no_argument, NULL, 'N' },
+        { "blocked-after", required_argument, NULL, 'B' },
+        { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
         { 0 },
     };
@@ -235,7 +318,8 @@ int kf_cli_cmd_campaign(int argc, char **argv)
     memset(&spec, 0, sizeof(spec));
     const char *conninfo = NULL, *config_path = NULL;
     int no_check = 0;
-    double timeout = 0;
+    double timeout = 0, blocked_after = 60;
+    int quiet = 0;
     long v;
     int c;
     optind = 1;
@@ -267,6 +351,11 @@ int kf_cli_cmd_campaign(int argc, char **argv)
             break;
         case 'C': config_path = optarg; break;
         case 'N': no_check = 1; break;
+        case 'B':
+            if (kf_cli_parse_double(optarg, &blocked_after) < 0)
+                return kf_cli_usage_error("campaign", "--blocked-after: expected seconds");
+            break;
+        case 'q': quiet = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -315,7 +404,7 @@ int kf_cli_cmd_campaign(int argc, char **argv)
         if (rc == 0) rc = kf_cli_campaign_progress(db, name);
     }
     else if (strcmp(sub, "list") == 0) rc = do_list(db);
-    else rc = do_wait(db, name, timeout);
+    else rc = do_wait(db, name, timeout, blocked_after, quiet);
     kf_db_close(db);
     json_decref(config);
     free(config_text);

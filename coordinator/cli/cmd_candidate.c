@@ -81,9 +81,18 @@ int kf_cli_cmd_candidate(int argc, char **argv)
     snprintf(cid, sizeof(cid), "%lld", id);
     if (kf_db_begin(db, err, sizeof(err)) < 0) goto dberr;
     const char *pl[1] = { cid };
-    if (kf_db_cmd(db, "SELECT 1 FROM campaigns WHERE id = $1::bigint FOR UPDATE", 1, pl, err,
-                  sizeof(err)) < 0)
-        goto dberr;
+    PGresult *rs = kf_db_exec(db, "SELECT state FROM campaigns WHERE id = $1::bigint FOR UPDATE",
+                              1, pl, err, sizeof(err));
+    if (!rs) goto dberr;
+    int finished = PQntuples(rs) == 1 && !strcmp(PQgetvalue(rs, 0, 0), "done");
+    PQclear(rs);
+    if (finished) {
+        /* its jobs would never be handed out: say so instead of queueing */
+        kf_db_rollback(db);
+        rc = kf_cli_fail("campaign %s is done: it evaluates nothing more (create a new campaign "
+                         "with this file as --seed)", name);
+        goto out;
+    }
     if (parent) {
         const char *pp[2] = { cid, parent };
         PGresult *r = kf_db_exec(db, "SELECT 1 FROM candidates WHERE campaign_id = $1::bigint "

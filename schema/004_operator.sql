@@ -1,0 +1,21 @@
+-- 004_operator.sql -- what an operator needs to trust a campaign at a glance.
+--
+-- (Numbered 004 so that a concurrent 003 migration can land first.)
+--
+-- campaigns.pause_reason: set when the farm itself paused a campaign (the
+--   task's own reference or baseline failed on a worker: a task fault, not
+--   the worker's); cleared by `kfarm campaign start`.
+-- campaigns.share: the campaign's share of the fleet when several campaigns
+--   run at once (equal shares by default; see queue.c, fair scheduling).
+-- workers.quarantine_reason: why the worker was quarantined (shown by
+--   `kfarm workers` and sent to the worker with every refused lease).
+-- workers.clock_skew_ms: the worker's wall clock minus the coordinator's,
+--   from the timestamp of its last authenticated message (ms).
+-- proposals.warning: an answered proposal whose reply is suspect (the
+--   server counted far fewer prompt tokens than the prompt holds: it
+--   truncated the prompt).
+ALTER TABLE campaigns ADD COLUMN pause_reason text;
+ALTER TABLE campaigns ADD COLUMN share double precision NOT NULL DEFAULT 1 CHECK (share > 0);
+ALTER TABLE workers ADD COLUMN quarantine_reason text;
+ALTER TABLE workers ADD COLUMN clock_skew_ms bigint;
+ALTER TABLE proposals ADD COLUMN warning text;
