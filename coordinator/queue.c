@@ -445,3 +445,16 @@ int kf_queue_set_quarantine(kf_db *db, const char *worker_id, int quarantined,
     }
     return 0;
 }
+
+int kf_queue_note_clock(kf_db *db, const char *worker_id, int64_t skew_ms, char *err,
+                        size_t errlen)
+{
+    char sk[24];
+    i64s(sk, skew_ms);
+    const char *p[2] = { worker_id, sk };
+    /* written only when it moved by half a second: no churn per poll */
+    return kf_db_cmd(db,
+        "UPDATE workers SET clock_skew_ms = $2::bigint WHERE id = $1 AND"
+        "  (clock_skew_ms IS NULL OR abs(clock_skew_ms - $2::bigint) >= 500)",
+        2, p, err, errlen);
+}

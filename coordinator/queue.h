@@ -128,4 +128,10 @@ int kf_queue_register_worker(kf_db *db, const char *worker_id, const char *hostn
 int kf_queue_set_quarantine(kf_db *db, const char *worker_id, int quarantined,
                             char *err, size_t errlen);
 
+/* Record a worker's clock skew (its message timestamp minus the
+ * coordinator's clock, ms; shown by `kfarm workers`). Liveness never uses
+ * the worker's clock. Returns 0 or -1 with reason. */
+int kf_queue_note_clock(kf_db *db, const char *worker_id, int64_t skew_ms, char *err,
+                        size_t errlen);
+
 #endif

@@ -493,6 +493,15 @@ static void handle(kf_server *s, const uint8_t *msg, size_t len)
         }
     }
     send_reply(s, env->nonce.data, &rep);
+    /* the worker's clock, from its authenticated timestamp (after the reply:
+     * never delays it) */
+    if (req && rep.status != KFARM__STATUS__REJECTED) {
+        const char *wid = req->msg_case == KFARM__REQUEST__MSG_REGISTER ? req->register_->worker_id
+                        : req->msg_case == KFARM__REQUEST__MSG_GET_JOB ? req->get_job->worker_id : NULL;
+        if (wid && ok_str(wid, 128))
+            kf_queue_note_clock(s->db, wid, (int64_t)env->timestamp_ms - kf_wire_now_ms(), derr,
+                                sizeof(derr));
+    }
     payload_free(&payload);
     if (req) kfarm__request__free_unpacked(req, NULL);
     kfarm__envelope__free_unpacked(env, NULL);

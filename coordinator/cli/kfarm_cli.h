@@ -69,11 +69,22 @@ typedef struct {
     int right[KF_CLI_TABLE_MAXCOLS]; /* right-align column (numbers) */
 } kf_cli_table;
 
+/* Output modes, set by kfarm.c from --wide / --json anywhere on the
+ * command line: tables at full width, listings as JSON arrays. */
+extern int kf_cli_wide, kf_cli_json;
+#define KF_CLI_WIDTH 80  /* table width without --wide */
+
+/* Print the rows of r as a JSON array of objects keyed by column name
+ * (numbers, booleans and json columns typed; NULL as null). 0 or -1. */
+int kf_cli_print_json(PGresult *r, FILE *f);
+
 /* Start a table with the given header cells (ncols of them). */
 void kf_cli_table_init(kf_cli_table *t, int ncols, const char *const *header);
 /* Add one row of ncols cells (NULL prints as "-"). */
 void kf_cli_table_row(kf_cli_table *t, const char *const *cells);
-/* Print to f and free the table. Cells are cut at maxw characters (0: no cut). */
+/* Print to f and free the table. Cells are cut at maxw characters (0: no
+ * cut) and, unless --wide, the widest columns are narrowed (cut cells end in
+ * "~") until the table fits KF_CLI_WIDTH columns. */
 void kf_cli_table_print(kf_cli_table *t, FILE *f, int maxw);
 /* Free a table without printing it. */
 void kf_cli_table_free(kf_cli_table *t);
