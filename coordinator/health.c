@@ -53,7 +53,7 @@ json_t *kf_health_blockers(kf_db *db, int64_t campaign_id, const char *name, cha
     double resume_in = PQgetisnull(r, 0, 3) ? 0 : kf_db_f64(r, 0, 3, 0);
     PQclear(r);
     json_t *a = json_array();
-    if (!strcmp(state, "done")) return a;
+    int done = !strcmp(state, "done"); /* only warnings about its results remain */
     if (!strcmp(state, "created"))
         add(a, "state", "not started (kfarm campaign start %s)", name);
     else if (!strcmp(state, "paused") && reason[0])
@@ -75,7 +75,7 @@ json_t *kf_health_blockers(kf_db *db, int64_t campaign_id, const char *name, cha
         }
         if (PQntuples(r) == 1) {
             const char *why = kf_db_str(r, 0, 2) ? kf_db_str(r, 0, 2) : "unknown reason";
-            if (!strcmp(PQgetvalue(r, 0, 0), "failed") && !strcmp(PQgetvalue(r, 0, 1), "t")) {
+            if (!done && !strcmp(PQgetvalue(r, 0, 0), "failed") && !strcmp(PQgetvalue(r, 0, 1), "t")) {
                 char wait[64] = "";
                 if (resume_in > 0) snprintf(wait, sizeof(wait), "; next round in %.0f s", resume_in);
                 add(a, "llm", "the model gave no reply: %s%s", why, wait);

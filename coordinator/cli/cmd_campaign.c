@@ -145,6 +145,7 @@ static int do_status(kf_db *db, const char *name)
     printf("retries:    %s failed attempts (infra_error / lost leases)\n", PQgetvalue(r, 0, 10));
     printf("created:    %s%s%s\n", PQgetvalue(r, 0, 11), kf_db_str(r, 0, 12) ? ", finished " : "",
            kf_db_str(r, 0, 12) ? kf_db_str(r, 0, 12) : "");
+    int is_done = !strcmp(PQgetvalue(r, 0, 0), "done");
     PQclear(r);
     r = kf_db_exec(db,
         "SELECT DISTINCT ON (j.target) j.target, e.speedup, k.id, k.defines::text, e.candidate_us,"
@@ -168,7 +169,8 @@ static int do_status(kf_db *db, const char *name)
     size_t i;
     json_t *b;
     json_array_foreach(bl, i, b)
-        printf("blocked:    [%s] %s\n", json_string_value(json_object_get(b, "kind")),
+        printf("%s [%s] %s\n", !is_done ? "blocked:   " : "warning:   ",
+               json_string_value(json_object_get(b, "kind")),
                json_string_value(json_object_get(b, "text")));
     json_decref(bl);
     return 0;
