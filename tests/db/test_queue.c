@@ -305,6 +305,22 @@ int main(void)
     CHECK(kf_queue_result(db, &qc, "wR", lr2.job_id, lr2.fencing_token, &ok, NULL, err, sizeof(err)) ==
           KF_Q_OK, "%s", err);
 
+    /* ---- a job every live worker failed with infra_error is not stranded ---- */
+    kf_lease ls1, ls2, ls3;
+    CHECK(kf_queue_lease(db, &qc, "wS1", cls, 1, &ls1, err, sizeof(err)) == KF_Q_OK, "%s", err);
+    CHECK(kf_queue_result(db, &qc, "wS1", ls1.job_id, ls1.fencing_token, &infra, NULL, err,
+                          sizeof(err)) == KF_Q_OK, "%s", err);
+    exec_ok(db, "UPDATE workers SET last_seen = now() - interval '1 hour' WHERE id NOT IN ('wS1', 'wS2')");
+    CHECK(kf_queue_lease(db, &qc, "wS2", cls, 1, &ls2, err, sizeof(err)) == KF_Q_OK &&
+          ls2.job_id == ls1.job_id, "another worker takes the failed job: %s", err);
+    CHECK(kf_queue_result(db, &qc, "wS2", ls2.job_id, ls2.fencing_token, &infra, NULL, err,
+                          sizeof(err)) == KF_Q_OK, "%s", err);
+    CHECK(kf_queue_lease(db, &qc, "wS1", cls, 1, &ls3, err, sizeof(err)) == KF_Q_OK &&
+          ls3.job_id == ls1.job_id, "when every live worker has failed a job, it is retried "
+          "(not stranded): got job %lld, want %lld", (long long)ls3.job_id, (long long)ls1.job_id);
+    CHECK(kf_queue_result(db, &qc, "wS1", ls3.job_id, ls3.fencing_token, &ok, NULL, err, sizeof(err)) ==
+          KF_Q_OK, "%s", err);
+
     /* ---- hostile results ---- */
     kf_lease lh;
     CHECK(kf_queue_lease(db, &qc, "wH", cls, 1, &lh, err, sizeof(err)) == KF_Q_OK, "%s", err);

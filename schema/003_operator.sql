@@ -1,6 +1,4 @@
--- 004_operator.sql -- what an operator needs to trust a campaign at a glance.
---
--- (Numbered 004 so that a concurrent 003 migration can land first.)
+-- 003_operator.sql -- what an operator needs to trust a campaign at a glance.
 --
 -- campaigns.pause_reason: set when the farm itself paused a campaign (the
 --   task's own reference or baseline failed on a worker: a task fault, not
