@@ -16,6 +16,7 @@
 
 #include "kf_verdict.h"
 #include "log.h"
+#include "noise.h"
 
 void kf_queue_config_default(kf_queue_config *cfg)
 {
@@ -253,19 +254,26 @@ kf_queue_status kf_queue_result(kf_db *db, const kf_queue_config *cfg, const cha
     int task_fault = v == KF_INFRA_ERROR && blames_task(metrics);
     int infra = v == KF_INFRA_ERROR && !task_fault;
     int retry = v == KF_INFRA_ERROR && (task_fault || attempts < max_attempts);
-    char att[24], b1[32], b2[32], b3[32];
+    char att[24], b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
     i64s(att, attempts);
-    const char *pi[13] = {
+    /* the noise of an ok result: CV and speedup interval (noise.h) */
+    double cv = 0, lo = 0, hi = 0;
+    int has_noise = v == KF_OK && kf_noise_of_metrics(metrics, res->speedup, &cv, &lo, &hi) == 0;
+    const char *pi[16] = {
         job, cand, att, worker_id, tok, kf_verdict_name((kf_verdict)v), detail, metrics,
         num_param(b1, res->candidate_us), num_param(b2, res->baseline_us),
         num_param(b3, res->speedup), log, retry ? "false" : "true",
+        has_noise ? (snprintf(b4, sizeof(b4), "%.17g", cv), b4) : NULL,
+        has_noise ? num_param(b5, lo) : NULL, has_noise ? num_param(b6, hi) : NULL,
     };
     if (kf_db_cmd(db,
             "INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, fencing_token,"
-            "  verdict, detail, metrics, candidate_us, baseline_us, speedup, compile_log, is_final)"
+            "  verdict, detail, metrics, candidate_us, baseline_us, speedup, compile_log, is_final,"
+            "  cv, speedup_lo, speedup_hi)"
             " VALUES ($1::bigint, $2::bigint, $3::int, $4, $5::bigint, $6, $7, $8::jsonb,"
-            "  $9::float8, $10::float8, $11::float8, $12, $13::boolean)",
-            13, pi, err, errlen) < 0)
+            "  $9::float8, $10::float8, $11::float8, $12, $13::boolean, $14::float8, $15::float8,"
+            "  $16::float8)",
+            16, pi, err, errlen) < 0)
         goto fail;
     if (kf_db_cmd(db, task_fault
             /* the task's fault: the attempt is not the job's either */

@@ -17,3 +17,10 @@ ALTER TABLE campaigns ADD COLUMN share double precision NOT NULL DEFAULT 1 CHECK
 ALTER TABLE workers ADD COLUMN quarantine_reason text;
 ALTER TABLE workers ADD COLUMN clock_skew_ms bigint;
 ALTER TABLE proposals ADD COLUMN warning text;
+
+-- Timing noise of every ok result (coordinator/noise.h): the CV of its
+-- per-call times and a conservative 95% interval of its speedup. Results
+-- whose intervals overlap are ties.
+ALTER TABLE evaluations ADD COLUMN cv double precision;
+ALTER TABLE evaluations ADD COLUMN speedup_lo double precision;
+ALTER TABLE evaluations ADD COLUMN speedup_hi double precision;

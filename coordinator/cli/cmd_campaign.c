@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "campaign.h"
+#include "bests.h"
 #include "health.h"
 #include "kf_util.h"
 #include "kfarm_cli.h"
@@ -35,7 +36,7 @@ static void usage(FILE *f)
         "       kfarm campaign start NAME\n"
         "       kfarm campaign pause NAME\n"
         "       kfarm campaign status NAME\n"
-        "       kfarm campaign list\n"
+        "       kfarm campaign list [--json] [--wide]\n"
         "       kfarm campaign wait NAME [--timeout S] [--blocked-after S] [--quiet]\n"
         "\n"
         "All take --db CONNINFO (default $KFARM_DB).\n"
@@ -147,23 +148,56 @@ static int do_status(kf_db *db, const char *name)
            kf_db_str(r, 0, 12) ? kf_db_str(r, 0, 12) : "");
     int is_done = !strcmp(PQgetvalue(r, 0, 0), "done");
     PQclear(r);
-    r = kf_db_exec(db,
-        "SELECT DISTINCT ON (j.target) j.target, e.speedup, k.id, k.defines::text, e.candidate_us,"
-        " e.baseline_us FROM evaluations e JOIN jobs j ON j.id = e.job_id"
-        " JOIN candidates k ON k.id = e.candidate_id"
-        " WHERE j.campaign_id = $1::bigint AND e.is_final AND e.verdict = 'ok'"
-        "   AND e.speedup IS NOT NULL ORDER BY j.target, e.speedup DESC, k.id",
-        1, p, err, sizeof(err));
-    if (!r) return kf_cli_fail("%s", err);
-    if (PQntuples(r) == 0) printf("best:       none yet\n");
-    for (int i = 0; i < PQntuples(r); i++) {
-        char defs[512];
-        printf("best:       %s %.3fx (candidate %s, %s; %.2f us vs baseline %.2f us)\n",
-               PQgetvalue(r, i, 0), kf_db_f64(r, i, 1, 0), PQgetvalue(r, i, 2),
-               kf_cli_defines(kf_db_str(r, i, 3), defs, sizeof(defs)), kf_db_f64(r, i, 4, 0),
-               kf_db_f64(r, i, 5, 0));
+    json_t *bests = kf_bests(db, (int64_t)id, err, sizeof(err));
+    if (!bests) return kf_cli_fail("%s", err);
+    size_t ti;
+    json_t *tv;
+    json_array_foreach(json_object_get(bests, "targets"), ti, tv) {
+        json_t *b0 = json_object_get(tv, "best");
+        const char *tn = json_string_value(json_object_get(tv, "target"));
+        if (json_is_null(b0)) {
+            printf("best:       %s: none yet\n", tn);
+            continue;
+        }
+        char defs[512], cvs[32] = "";
+        char *dj = json_dumps(json_object_get(b0, "defines"), JSON_COMPACT);
+        if (json_is_number(json_object_get(b0, "cv")))
+            snprintf(cvs, sizeof(cvs), " CV %.2f", json_number_value(json_object_get(b0, "cv")));
+        size_t nt = json_array_size(json_object_get(tv, "ties"));
+        printf("best:       %s: %.3fx [%.2f-%.2fx]%s (candidate %lld, %s)",
+               tn, json_number_value(json_object_get(b0, "speedup")),
+               json_number_value(json_object_get(b0, "lo")), json_number_value(json_object_get(b0, "hi")),
+               cvs, (long long)json_integer_value(json_object_get(b0, "candidate")),
+               kf_cli_defines(dj, defs, sizeof(defs)));
+        free(dj);
+        if (nt) printf("; tied with %zu other%s", nt, nt == 1 ? "" : "s");
+        printf("\n");
     }
-    PQclear(r);
+    json_t *ov = json_object_get(bests, "overall");
+    if (json_is_null(ov)) {
+        printf("overall:    no candidate is ok on every target yet\n");
+    } else {
+        size_t nt = json_array_size(json_object_get(ov, "ties"));
+        printf("overall:    candidate %lld, ok on every target, %.3fx [%.2f-%.2fx]%s%s (kfarm best %s)\n",
+               (long long)json_integer_value(json_object_get(ov, "candidate")),
+               json_number_value(json_object_get(ov, "speedup")),
+               json_number_value(json_object_get(ov, "lo")), json_number_value(json_object_get(ov, "hi")),
+               nt ? ", tied with " : "", nt ? (nt == 1 ? "1 other" : "others") : "", name);
+    }
+    size_t ni;
+    json_t *no;
+    json_array_foreach(json_object_get(bests, "not_everywhere"), ni, no) {
+        printf("not ok:     candidate %lld (fastest on %s) is not ok on",
+               (long long)json_integer_value(json_object_get(no, "candidate")),
+               json_string_value(json_object_get(no, "fast_on")));
+        size_t k;
+        json_t *x;
+        json_array_foreach(json_object_get(no, "not_ok"), k, x)
+            printf("%s %s (%s)", k ? "," : "", json_string_value(json_object_get(x, "target")),
+                   json_string_value(json_object_get(x, "verdict")));
+        printf("\n");
+    }
+    json_decref(bests);
     json_t *bl = kf_health_blockers(db, (int64_t)id, name, err, sizeof(err));
     if (!bl) return kf_cli_fail("%s", err);
     size_t i;
@@ -180,19 +214,24 @@ static int do_list(kf_db *db)
 {
     char err[1024];
     PGresult *r = kf_db_exec(db,
-        "SELECT c.name, c.state, c.strategy, t.name, array_to_string(c.targets, ','),"
-        " (SELECT count(*) FROM candidates k WHERE k.campaign_id = c.id)::text,"
+        "SELECT c.name, c.state, c.strategy, t.name AS task, array_to_string(c.targets, ',') AS targets,"
+        " (SELECT count(*) FROM candidates k WHERE k.campaign_id = c.id)::text AS candidates,"
         " (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id AND j.state = 'done') || '/' ||"
-        " (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id),"
+        " (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id) AS jobs_done,"
         " (SELECT to_char(max(e.speedup), 'FM999990.000') || 'x' FROM evaluations e"
         "    JOIN jobs j ON j.id = e.job_id WHERE j.campaign_id = c.id AND e.is_final"
-        "    AND e.verdict = 'ok'),"
-        " to_char(c.created_at, 'YYYY-MM-DD HH24:MI')"
+        "    AND e.verdict = 'ok') AS best_speedup,"
+        " to_char(c.created_at, 'MM-DD HH24:MI') AS created"
         " FROM campaigns c JOIN tasks t ON t.id = c.task_id ORDER BY c.id",
         0, NULL, err, sizeof(err));
     if (!r) return kf_cli_fail("%s", err);
+    if (kf_cli_json) {
+        kf_cli_print_json(r, stdout);
+        PQclear(r);
+        return 0;
+    }
     static const char *const hdr[] = { "NAME", "STATE", "STRATEGY", "TASK", "TARGETS",
-                                       "CANDIDATES", "JOBS DONE", "BEST", "CREATED" };
+                                       "CANDS", "DONE", "BEST", "CREATED" };
     kf_cli_table t;
     kf_cli_table_init(&t, 9, hdr);
     t.right[5] = t.right[6] = t.right[7] = 1;

@@ -13,7 +13,9 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: kfarm leaderboard NAME [--target CLASS] [--limit N] [--db CONNINFO]\n\n"
                "Verdict counts of campaign NAME, then its passing candidates ranked by\n"
-               "speedup over the baseline (per target).\n"
+               "speedup over the baseline, per target, with the 95%% noise interval and\n"
+               "CV; candidates whose intervals overlap share a rank (\"=N\": ties).\n"
+               "  --limit applies per target; --json and --wide as everywhere.\n"
                "  --target CLASS   only this routing class\n"
                "  --limit N        rows to show (default 20, 0 = all)\n");
 }
@@ -63,43 +65,66 @@ int kf_cli_cmd_leaderboard(int argc, char **argv)
         rc = kf_cli_fail("%s", err);
         goto out;
     }
-    printf("campaign %s: %s final verdicts: %s\n\n", name,
+    if (!kf_cli_json) printf("campaign %s: %s final verdicts: %s\n\n", name,
            kf_db_str(r, 0, 1) ? kf_db_str(r, 0, 1) : "0",
            kf_db_str(r, 0, 0) ? kf_db_str(r, 0, 0) : "none yet");
     PQclear(r);
+    /* Per target, fastest first. RANK = 1 + the results on the same target
+     * that are faster beyond the noise (their interval lies wholly above
+     * this one's): results whose intervals overlap share a rank (ties). */
     r = kf_db_exec(db,
-        "SELECT row_number() OVER (ORDER BY e.speedup DESC, k.id), k.id, j.target, e.speedup,"
-        " e.candidate_us, e.baseline_us, k.defines::text, k.proposer, e.worker_id"
-        " FROM evaluations e JOIN jobs j ON j.id = e.job_id JOIN candidates k ON k.id = e.candidate_id"
-        " WHERE j.campaign_id = $1::bigint AND e.is_final AND e.verdict = 'ok'"
-        "   AND e.speedup IS NOT NULL AND ($2::text IS NULL OR j.target = $2)"
-        " ORDER BY e.speedup DESC, k.id LIMIT $3::bigint", 3, p, err, sizeof(err));
+        "WITH res AS (SELECT j.target, k.id AS candidate, e.speedup,"
+        "   COALESCE(e.speedup_lo, e.speedup) AS lo, COALESCE(e.speedup_hi, e.speedup) AS hi, e.cv,"
+        "   e.candidate_us, e.baseline_us, k.defines, k.proposer, e.worker_id AS worker,"
+        "   array_position(c.targets, j.target) AS tpos"
+        "  FROM evaluations e JOIN jobs j ON j.id = e.job_id JOIN candidates k ON k.id = e.candidate_id"
+        "  JOIN campaigns c ON c.id = j.campaign_id"
+        "  WHERE j.campaign_id = $1::bigint AND e.is_final AND e.verdict = 'ok'"
+        "    AND e.speedup > 0 AND ($2::text IS NULL OR j.target = $2)),"
+        " ranked AS (SELECT 1 + (SELECT count(*) FROM res b WHERE b.target = a.target AND b.lo > a.hi)"
+        "   AS rank, row_number() OVER (PARTITION BY a.target ORDER BY a.speedup DESC, a.candidate) AS n,"
+        "   a.* FROM res a)"
+        " SELECT rank, (count(*) OVER (PARTITION BY target, rank) > 1) AS tie, target, candidate,"
+        "   speedup, lo, hi, cv, candidate_us, baseline_us, defines, proposer, worker"
+        " FROM ranked WHERE $3::bigint IS NULL OR n <= $3::bigint ORDER BY tpos, speedup DESC, candidate",
+        3, p, err, sizeof(err));
     if (!r) {
         rc = kf_cli_fail("%s", err);
+        goto out;
+    }
+    if (kf_cli_json) {
+        kf_cli_print_json(r, stdout);
         goto out;
     }
     if (PQntuples(r) == 0) {
         printf("no candidate has passed yet (see kfarm candidates %s)\n", name);
         goto out;
     }
-    static const char *const hdr[] = { "RANK", "CANDIDATE", "TARGET", "SPEEDUP", "CAND_US",
-                                       "BASE_US", "DEFINES", "PROPOSER", "WORKER" };
+    static const char *const hdr[] = { "RANK", "TARGET", "CAND", "SPEEDUP", "95% INTERVAL", "CV",
+                                       "DEFINES", "CAND_US", "BASE_US", "PROPOSER", "WORKER" };
     kf_cli_table t;
-    kf_cli_table_init(&t, 9, hdr);
-    t.right[0] = t.right[1] = t.right[3] = t.right[4] = t.right[5] = 1;
+    int nc = kf_cli_wide ? 11 : 7;
+    kf_cli_table_init(&t, nc, hdr);
+    t.right[0] = t.right[2] = t.right[3] = t.right[5] = t.right[7] = t.right[8] = 1;
     for (int i = 0; i < PQntuples(r); i++) {
-        char defs[1024], sp[32], cu[32], bu[32];
-        snprintf(sp, sizeof(sp), "%.3fx", kf_db_f64(r, i, 3, 0));
-        const char *row[9] = {
-            PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2), sp,
-            kf_cli_num(kf_db_str(r, i, 4), 2, cu, sizeof(cu)),
-            kf_cli_num(kf_db_str(r, i, 5), 2, bu, sizeof(bu)),
-            kf_cli_defines(kf_db_str(r, i, 6), defs, sizeof(defs)), PQgetvalue(r, i, 7),
-            kf_db_str(r, i, 8),
+        char rank[24], defs[1024], sp[32], iv[48], cv[24], cu[32], bu[32];
+        snprintf(rank, sizeof(rank), "%s%s", strcmp(PQgetvalue(r, i, 1), "t") ? "" : "=",
+                 PQgetvalue(r, i, 0));
+        snprintf(sp, sizeof(sp), "%.3fx", kf_db_f64(r, i, 4, 0));
+        snprintf(iv, sizeof(iv), "%.2f-%.2fx", kf_db_f64(r, i, 5, 0), kf_db_f64(r, i, 6, 0));
+        const char *row[11] = {
+            rank, PQgetvalue(r, i, 2), PQgetvalue(r, i, 3), sp, iv,
+            kf_cli_num(kf_db_str(r, i, 7), 2, cv, sizeof(cv)),
+            kf_cli_defines(kf_db_str(r, i, 10), defs, sizeof(defs)),
+            kf_cli_num(kf_db_str(r, i, 8), 2, cu, sizeof(cu)),
+            kf_cli_num(kf_db_str(r, i, 9), 2, bu, sizeof(bu)), PQgetvalue(r, i, 11),
+            kf_db_str(r, i, 12),
         };
         kf_cli_table_row(&t, row);
     }
     kf_cli_table_print(&t, stdout, 60);
+    printf("\nRANK: per target; \"=N\" marks ties (95%% intervals overlap: not faster beyond the\n"
+           "noise). kfarm best %s names the best ok on every target.\n", name);
 out:
     if (r) PQclear(r);
     kf_db_close(db);
