@@ -38,7 +38,7 @@ json_t *kf_health_blockers(kf_db *db, int64_t campaign_id, const char *name, cha
     const char *p[2] = { cid, off };
     PGresult *r = kf_db_exec(db,
         "SELECT state, pause_reason, strategy,"
-        "  (strategy_state->>'resume_at')::float8 - extract(epoch FROM now()) "
+        "  (strategy_state->>'resume_at')::float8 - extract(epoch FROM now()), name "
         "FROM campaigns WHERE id = $1::bigint AND $2::int IS NOT NULL", 2, p, err, errlen);
     if (!r) return NULL;
     if (PQntuples(r) == 0) {
@@ -51,6 +51,9 @@ json_t *kf_health_blockers(kf_db *db, int64_t campaign_id, const char *name, cha
     snprintf(strategy, sizeof(strategy), "%s", PQgetvalue(r, 0, 2));
     snprintf(reason, sizeof(reason), "%s", kf_db_str(r, 0, 1) ? kf_db_str(r, 0, 1) : "");
     double resume_in = PQgetisnull(r, 0, 3) ? 0 : kf_db_f64(r, 0, 3, 0);
+    char own[256];
+    snprintf(own, sizeof(own), "%s", PQgetvalue(r, 0, 4));
+    if (!name) name = own;
     PQclear(r);
     json_t *a = json_array();
     int done = !strcmp(state, "done"); /* only warnings about its results remain */

@@ -26,7 +26,8 @@
 #include <jansson.h>
 #include "db.h"
 
-/* The blockers of campaign `campaign_id` (name: used in the advice texts)
+/* The blockers of campaign `campaign_id` (name: used in the advice texts;
+ * NULL: the campaign's own)
  * as a new JSON array (caller json_decref's). NULL with reason on database
  * errors or an unknown campaign. */
 json_t *kf_health_blockers(kf_db *db, int64_t campaign_id, const char *name, char *err,

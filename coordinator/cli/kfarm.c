@@ -35,7 +35,7 @@ static const cli_command commands[] = {
     { "worker", kf_cli_cmd_workers, "worker release|quarantine NAME: lift or set a quarantine" },
     { "review", kf_cli_cmd_review, "review list|show|approve|reject NAME [ID]: LLM proposals" },
     { "hint", kf_cli_cmd_hint, "hint add|list NAME [TEXT]: hints for the model" },
-    { "candidate", kf_cli_cmd_candidate, "candidate submit NAME FILE [--parent N]: your own kernel" },
+    { "candidate", kf_cli_cmd_candidate, "candidate submit NAME FILE | show ID: your own kernel; one in full" },
     { "docs", kf_cli_cmd_docs, "docs add|list NAME [FILE...]: reference manuals for prompts" },
 };
 
