@@ -50,6 +50,25 @@ int kf_campaign_lookup(kf_db *db, const char *name, int64_t *id, char state[16],
 int kf_campaign_start(kf_db *db, const char *name, char *err, size_t errlen);
 int kf_campaign_pause(kf_db *db, const char *name, char *err, size_t errlen);
 
+/* Budgets to raise with kf_campaign_extend; <= 0 leaves one as it is. */
+typedef struct {
+    long max_candidates;
+    long max_rounds;     /* LLM strategies */
+    double max_hours;    /* LLM strategies */
+    long max_tokens;     /* LLM strategies */
+} kf_campaign_budget;
+
+/* Raise a campaign's budgets (never lowers them), make its strategy carry
+ * on (tune re-expands with the larger sample; LLM strategies resume
+ * rounds) and run a done campaign again. Returns 0, or -1 with reason. */
+int kf_campaign_extend(kf_db *db, const char *name, const kf_campaign_budget *b, char *err,
+                       size_t errlen);
+
+/* Delete a campaign that is not running, with its candidates, jobs,
+ * evaluations, proposals, hints and documents (the task stays). Returns 0,
+ * or -1 with reason (unknown, running). */
+int kf_campaign_delete(kf_db *db, const char *name, char *err, size_t errlen);
+
 /* Advance one running campaign: run its strategy's step, then mark it done
  * when the strategy is finished and all its jobs are done. *done (optional)
  * is set when this call finished the campaign. Returns 0 or -1 with reason. */

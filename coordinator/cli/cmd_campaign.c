@@ -35,8 +35,11 @@ static void usage(FILE *f)
         "                             [--config FILE] [--no-task-check]\n"
         "       kfarm campaign start NAME\n"
         "       kfarm campaign pause NAME\n"
-        "       kfarm campaign status NAME\n"
+        "       kfarm campaign status NAME [--json]\n"
         "       kfarm campaign list [--json] [--wide]\n"
+        "       kfarm campaign extend NAME [--max-candidates N] [--max-rounds N]\n"
+        "                             [--max-hours H] [--max-tokens N]\n"
+        "       kfarm campaign delete NAME\n"
         "       kfarm campaign wait NAME [--timeout S] [--blocked-after S] [--quiet]\n"
         "\n"
         "All take --db CONNINFO (default $KFARM_DB).\n"
@@ -49,6 +52,10 @@ static void usage(FILE *f)
         "  --seed FILE         seed candidate (default: the task's seed file)\n"
         "  --max-attempts N    leases per job before it ends as a verdict (default 3)\n"
         "  --config FILE       campaign file (JSON): strategy, LLM endpoint, budgets, review\n"
+        "  extend              raise budgets (never lowers them); a done campaign runs\n"
+        "                      again (tune adds the larger sample's untried variants)\n"
+        "  delete              remove a campaign that is not running, with everything\n"
+        "                      it evaluated (the task stays)\n"
         "  --no-task-check     create: do not run `kfarm-worker check-task` on the task first\n"
         "                      (docs/campaign-config.md); command-line options win\n"
         "  --timeout S         wait: give up after S seconds (exit 1)\n"
@@ -111,10 +118,31 @@ static int do_create(kf_db *db, const char *name, kf_campaign_spec *spec)
     return 0;
 }
 
+/* status --json: {"name", "progress", "blockers", "bests"} for scripts. */
+static int status_json(kf_db *db, const char *name, long long id)
+{
+    char err[1024];
+    json_t *pg = kf_health_progress(db, (int64_t)id, err, sizeof(err));
+    json_t *bl = pg ? kf_health_blockers(db, (int64_t)id, name, err, sizeof(err)) : NULL;
+    json_t *be = bl ? kf_bests(db, (int64_t)id, err, sizeof(err)) : NULL;
+    if (!be) {
+        json_decref(pg);
+        json_decref(bl);
+        return kf_cli_fail("%s", err);
+    }
+    json_t *o = json_pack("{s:s, s:I, s:o, s:o, s:o}", "name", name, "id", (json_int_t)id,
+                          "progress", pg, "blockers", bl, "bests", be);
+    json_dumpf(o, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    fputc('\n', stdout);
+    json_decref(o);
+    return 0;
+}
+
 static int do_status(kf_db *db, const char *name)
 {
     long long id;
     if (kf_cli_campaign_id(db, name, &id) < 0) return 1;
+    if (kf_cli_json) return status_json(db, name, id);
     char ids[24], err[1024];
     snprintf(ids, sizeof(ids), "%lld", id);
     const char *p[1] = { ids };
@@ -352,6 +380,9 @@ int kf_cli_cmd_campaign(int argc, char **argv)
         { "no-task-check", no_argument, NULL, 'N' },
         { "blocked-after", required_argument, NULL, 'B' },
         { "quiet", no_argument, NULL, 'q' },
+        { "max-rounds", required_argument, NULL, 'R' },
+        { "max-hours", required_argument, NULL, 'H' },
+        { "max-tokens", required_argument, NULL, 'K' },
         { "help", no_argument, NULL, 'h' },
         { 0 },
     };
@@ -360,6 +391,7 @@ int kf_cli_cmd_campaign(int argc, char **argv)
     const char *conninfo = NULL, *config_path = NULL;
     int no_check = 0;
     double timeout = 0, blocked_after = 60;
+    kf_campaign_budget budget = { 0, 0, 0, 0 };
     int quiet = 0;
     long v;
     int c;
@@ -397,15 +429,31 @@ int kf_cli_cmd_campaign(int argc, char **argv)
                 return kf_cli_usage_error("campaign", "--blocked-after: expected seconds");
             break;
         case 'q': quiet = 1; break;
+        case 'R':
+            if (kf_cli_parse_long(optarg, &v) < 0 || v < 1)
+                return kf_cli_usage_error("campaign", "--max-rounds: expected a positive number");
+            budget.max_rounds = v;
+            break;
+        case 'H':
+            if (kf_cli_parse_double(optarg, &budget.max_hours) < 0 || budget.max_hours <= 0)
+                return kf_cli_usage_error("campaign", "--max-hours: expected hours");
+            break;
+        case 'K':
+            if (kf_cli_parse_long(optarg, &v) < 0 || v < 1)
+                return kf_cli_usage_error("campaign", "--max-tokens: expected a positive number");
+            budget.max_tokens = v;
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
     }
     if (optind >= argc)
-        return kf_cli_usage_error("campaign", "missing subcommand (create, start, pause, status, list, wait)");
+        return kf_cli_usage_error("campaign", "missing subcommand (create, start, pause, status, list, "
+                                  "wait, extend, delete)");
     const char *sub = argv[optind];
     if (strcmp(sub, "create") && strcmp(sub, "start") && strcmp(sub, "pause") &&
-        strcmp(sub, "status") && strcmp(sub, "list") && strcmp(sub, "wait"))
+        strcmp(sub, "status") && strcmp(sub, "list") && strcmp(sub, "wait") &&
+        strcmp(sub, "extend") && strcmp(sub, "delete"))
         return kf_cli_usage_error("campaign", "unknown subcommand '%s'", sub);
     const char *name = optind + 1 < argc ? argv[optind + 1] : NULL;
     int needs_name = strcmp(sub, "list") != 0;
@@ -442,9 +490,21 @@ int kf_cli_cmd_campaign(int argc, char **argv)
         else printf("campaign %s paused (leased jobs finish; nothing new is handed out)\n", name);
     } else if (strcmp(sub, "status") == 0) {
         rc = do_status(db, name);
-        if (rc == 0) rc = kf_cli_campaign_progress(db, name);
+        if (rc == 0 && !kf_cli_json) rc = kf_cli_campaign_progress(db, name);
     }
     else if (strcmp(sub, "list") == 0) rc = do_list(db);
+    else if (strcmp(sub, "extend") == 0) {
+        budget.max_candidates = spec.max_candidates;
+        if (budget.max_candidates <= 0 && budget.max_rounds <= 0 && budget.max_hours <= 0 &&
+            budget.max_tokens <= 0)
+            rc = kf_cli_usage_error("campaign", "extend: give at least one of --max-candidates, "
+                                    "--max-rounds, --max-hours, --max-tokens");
+        else if (kf_campaign_extend(db, name, &budget, err, sizeof(err)) < 0) rc = kf_cli_fail("%s", err);
+        else printf("campaign %s extended\n", name);
+    } else if (strcmp(sub, "delete") == 0) {
+        if (kf_campaign_delete(db, name, err, sizeof(err)) < 0) rc = kf_cli_fail("%s", err);
+        else printf("campaign %s deleted\n", name);
+    }
     else rc = do_wait(db, name, timeout, blocked_after, quiet);
     kf_db_close(db);
     json_decref(config);

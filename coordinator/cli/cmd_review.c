@@ -34,13 +34,19 @@ static int do_list(kf_db *db, const char *cid)
     const char *p[1] = { cid };
     char err[1024];
     PGresult *r = kf_db_exec(db,
-        "SELECT p.id::text, p.kind, COALESCE(p.round::text, '-'), p.parent_id::text, p.model,"
-        " (COALESCE(p.prompt_tokens, 0) + COALESCE(p.completion_tokens, 0))::text,"
-        " length(p.code)::text, to_char(p.answered_at, 'MM-DD HH24:MI:SS'),"
-        " left(regexp_replace(split_part(COALESCE(p.reply, ''), '```', 1), '\\s+', ' ', 'g'), 60)"
+        "SELECT p.id::text AS id, p.kind, COALESCE(p.round::text, '-') AS round,"
+        " p.parent_id::text AS parent, p.model,"
+        " (COALESCE(p.prompt_tokens, 0) + COALESCE(p.completion_tokens, 0))::text AS tokens,"
+        " length(p.code)::text AS code_chars, to_char(p.answered_at, 'MM-DD HH24:MI:SS') AS answered,"
+        " left(regexp_replace(split_part(COALESCE(p.reply, ''), '```', 1), '\\s+', ' ', 'g'), 60) AS idea"
         " FROM proposals p WHERE p.campaign_id = $1::bigint AND p.state = 'review' ORDER BY p.id",
         1, p, err, sizeof(err));
     if (!r) return kf_cli_fail("%s", err);
+    if (kf_cli_json) {
+        kf_cli_print_json(r, stdout);
+        PQclear(r);
+        return 0;
+    }
     if (PQntuples(r) == 0) {
         printf("nothing waiting for review\n");
         PQclear(r);

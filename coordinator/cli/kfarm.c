@@ -26,7 +26,7 @@ typedef struct {
 static const cli_command commands[] = {
     { "db", kf_cli_cmd_db, "db migrate | db version: the database schema" },
     { "campaign", kf_cli_cmd_campaign,
-      "campaign create|start|pause|status|list|wait: manage campaigns" },
+      "campaign create|start|pause|status|list|wait|extend|delete: campaigns" },
     { "candidates", kf_cli_cmd_candidates, "candidates NAME: every candidate with its results" },
     { "leaderboard", kf_cli_cmd_leaderboard, "leaderboard NAME: best candidates first" },
     { "best", kf_cli_cmd_best, "best NAME [--out FILE]: the winning source with its defines" },

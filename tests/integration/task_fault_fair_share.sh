@@ -49,4 +49,16 @@ rc=0; kf candidate submit fa "$T_DIR/mine.c" 2>"$T_DIR/submit.err" || rc=$?
 check "a candidate for a finished campaign is refused" eq "$rc" 1
 check "and says why" grep -q "campaign fa is done" "$T_DIR/submit.err"
 check "nothing was queued for it" eq "$(sql "SELECT count(*) FROM jobs WHERE state <> 'done' AND campaign_id = (SELECT id FROM campaigns WHERE name = 'fa')")" 0
+# extend a finished campaign, delete one
+kf campaign extend fa --max-candidates 6 >/dev/null
+check "extend runs a done campaign again" eq "$(sql "SELECT state || ' ' || max_candidates FROM campaigns WHERE name = 'fa'")" "running 6"
+rc=0; kf campaign delete fa 2>"$T_DIR/del.err" || rc=$?
+check "a running campaign is not deleted" bash -c "[ $rc = 1 ] && grep -q 'is running: pause it first' $T_DIR/del.err"
+rc=0; kf campaign wait fa --timeout 300 --quiet || rc=$?
+check "the extended campaign finishes with more candidates" eq \
+  "$rc $(sql "SELECT count(*) > 4 FROM candidates k JOIN campaigns c ON c.id = k.campaign_id WHERE c.name = 'fa' AND k.proposer = 'tune'")" "0 t"
+kf campaign delete fa >/dev/null
+check "delete removes the campaign and what it evaluated" eq \
+  "$(sql "SELECT count(*) FROM campaigns WHERE name = 'fa'") $(sql "SELECT count(*) FROM jobs j WHERE NOT EXISTS (SELECT 1 FROM campaigns c WHERE c.id = j.campaign_id)")" "0 0"
+check "campaign status --json" eq "$(kf campaign status broken --json | python3 -c 'import json,sys; o=json.load(sys.stdin); print(o["progress"]["state"], o["blockers"][0]["kind"])')" "paused task"
 finish
