@@ -89,6 +89,11 @@ void kf_cli_table_print(kf_cli_table *t, FILE *f, int maxw);
 /* Free a table without printing it. */
 void kf_cli_table_free(kf_cli_table *t);
 
+/* Print a unified diff (3 lines of context) from old_text to new_text on f,
+ * "(identical)" when they are. Returns 0, or -1 when out of memory. */
+int kf_cli_diff(const char *old_text, const char *new_text, const char *old_name,
+                const char *new_name, FILE *f);
+
 /* Format a jsonb defines object text ({"A": "1", "B": "2"}) as A=1 B=2 into
  * buf; "-" when empty. Returns buf. */
 const char *kf_cli_defines(const char *json, char *buf, size_t cap);
