@@ -189,15 +189,16 @@ int kf_campaign_create(kf_db *db, const kf_campaign_spec *spec, int64_t *id,
     snprintf(task_id, sizeof(task_id), "%s", PQgetvalue(r, 0, 0));
     PQclear(r);
 
-    char maxc[24], maxa[24];
+    char maxc[24], maxa[24], share[32];
     snprintf(maxc, sizeof(maxc), "%ld", spec->max_candidates);
     snprintf(maxa, sizeof(maxa), "%d", spec->max_attempts > 0 ? spec->max_attempts : 3);
-    const char *pc[7] = { spec->name, task_id, strategy, spec->config_json ? spec->config_json : "{}",
-                          targets, spec->max_candidates > 0 ? maxc : NULL, maxa };
+    snprintf(share, sizeof(share), "%.17g", spec->share > 0 ? spec->share : 1.0);
+    const char *pc[8] = { spec->name, task_id, strategy, spec->config_json ? spec->config_json : "{}",
+                          targets, spec->max_candidates > 0 ? maxc : NULL, maxa, share };
     r = kf_db_exec(db,
         "INSERT INTO campaigns (name, task_id, strategy, config, targets, max_candidates,"
-        "  max_attempts) VALUES ($1, $2::bigint, $3, $4::jsonb, $5::text[], $6::int, $7::int) "
-        "RETURNING id", 7, pc, err, errlen);
+        "  max_attempts, share) VALUES ($1, $2::bigint, $3, $4::jsonb, $5::text[], $6::int, $7::int,"
+        "  $8::float8) RETURNING id", 8, pc, err, errlen);
     if (!r) {
         if (strcmp(kf_db_last_sqlstate(db), "23505") == 0)
             snprintf(err, errlen, "campaign '%s' already exists", spec->name);
@@ -312,6 +313,27 @@ int kf_campaign_extend(kf_db *db, const char *name, const kf_campaign_budget *b,
         "  state = CASE WHEN state = 'done' THEN 'running' ELSE state END,"
         "  finished_at = NULL, updated_at = now() "
         "WHERE name = $1 RETURNING state", 5, p, err, errlen);
+    if (!r) return -1;
+    int n = PQntuples(r);
+    PQclear(r);
+    if (n == 0) {
+        snprintf(err, errlen, "no campaign '%s'", name);
+        return -1;
+    }
+    return 0;
+}
+
+int kf_campaign_set_share(kf_db *db, const char *name, double share, char *err, size_t errlen)
+{
+    if (!(share > 0) || share > 1e6) {
+        snprintf(err, errlen, "share: expected a number > 0");
+        return -1;
+    }
+    char sh[32];
+    snprintf(sh, sizeof(sh), "%.17g", share);
+    const char *p[2] = { name, sh };
+    PGresult *r = kf_db_exec(db, "UPDATE campaigns SET share = $2::float8, updated_at = now() "
+                                 "WHERE name = $1 RETURNING id", 2, p, err, errlen);
     if (!r) return -1;
     int n = PQntuples(r);
     PQclear(r);

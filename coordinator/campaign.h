@@ -31,6 +31,7 @@ typedef struct {
     const char *seed_path;      /* seed candidate file; NULL: the task's seed */
     int max_attempts;           /* leases per job; <= 0: 3 */
     const char *config_json;    /* strategy config object; NULL: {} */
+    double share;               /* share of the fleet among running campaigns; <= 0: 1 */
 } kf_campaign_spec;
 
 /* Validate the task directory and create the campaign (task + campaign + seed
@@ -63,6 +64,10 @@ typedef struct {
  * rounds) and run a done campaign again. Returns 0, or -1 with reason. */
 int kf_campaign_extend(kf_db *db, const char *name, const kf_campaign_budget *b, char *err,
                        size_t errlen);
+
+/* Set a campaign's share of the fleet (> 0; running campaigns get leases in
+ * proportion to their shares, queue.h). Returns 0, or -1 with reason. */
+int kf_campaign_set_share(kf_db *db, const char *name, double share, char *err, size_t errlen);
 
 /* Delete a campaign that is not running, with its candidates, jobs,
  * evaluations, proposals, hints and documents (the task stays). Returns 0,

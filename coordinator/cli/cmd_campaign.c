@@ -32,13 +32,13 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: kfarm campaign create NAME --task DIR [--strategy tune] [--target CLASS]...\n"
         "                             [--max-candidates N] [--seed FILE] [--max-attempts N]\n"
-        "                             [--config FILE] [--no-task-check]\n"
+        "                             [--config FILE] [--no-task-check] [--share X]\n"
         "       kfarm campaign start NAME\n"
         "       kfarm campaign pause NAME\n"
         "       kfarm campaign status NAME [--json]\n"
         "       kfarm campaign list [--json] [--wide]\n"
         "       kfarm campaign extend NAME [--max-candidates N] [--max-rounds N]\n"
-        "                             [--max-hours H] [--max-tokens N]\n"
+        "                             [--max-hours H] [--max-tokens N] [--share X]\n"
         "       kfarm campaign delete NAME\n"
         "       kfarm campaign wait NAME [--timeout S] [--blocked-after S] [--quiet]\n"
         "\n"
@@ -54,6 +54,8 @@ static void usage(FILE *f)
         "  --config FILE       campaign file (JSON): strategy, LLM endpoint, budgets, review\n"
         "  extend              raise budgets (never lowers them); a done campaign runs\n"
         "                      again (tune adds the larger sample's untried variants)\n"
+        "  --share X           the campaign's share of the workers while several run\n"
+        "                      (default 1: equal shares; 2 gets twice the leases of 1)\n"
         "  delete              remove a campaign that is not running, with everything\n"
         "                      it evaluated (the task stays)\n"
         "  --no-task-check     create: do not run `kfarm-worker check-task` on the task first\n"
@@ -383,6 +385,7 @@ int kf_cli_cmd_campaign(int argc, char **argv)
         { "max-rounds", required_argument, NULL, 'R' },
         { "max-hours", required_argument, NULL, 'H' },
         { "max-tokens", required_argument, NULL, 'K' },
+        { "share", required_argument, NULL, 'X' },
         { "help", no_argument, NULL, 'h' },
         { 0 },
     };
@@ -437,6 +440,10 @@ int kf_cli_cmd_campaign(int argc, char **argv)
         case 'H':
             if (kf_cli_parse_double(optarg, &budget.max_hours) < 0 || budget.max_hours <= 0)
                 return kf_cli_usage_error("campaign", "--max-hours: expected hours");
+            break;
+        case 'X':
+            if (kf_cli_parse_double(optarg, &spec.share) < 0 || !(spec.share > 0))
+                return kf_cli_usage_error("campaign", "--share: expected a number > 0");
             break;
         case 'K':
             if (kf_cli_parse_long(optarg, &v) < 0 || v < 1)
@@ -495,11 +502,15 @@ int kf_cli_cmd_campaign(int argc, char **argv)
     else if (strcmp(sub, "list") == 0) rc = do_list(db);
     else if (strcmp(sub, "extend") == 0) {
         budget.max_candidates = spec.max_candidates;
-        if (budget.max_candidates <= 0 && budget.max_rounds <= 0 && budget.max_hours <= 0 &&
-            budget.max_tokens <= 0)
+        int raise = budget.max_candidates > 0 || budget.max_rounds > 0 || budget.max_hours > 0 ||
+                    budget.max_tokens > 0;
+        if (!raise && !(spec.share > 0))
             rc = kf_cli_usage_error("campaign", "extend: give at least one of --max-candidates, "
-                                    "--max-rounds, --max-hours, --max-tokens");
-        else if (kf_campaign_extend(db, name, &budget, err, sizeof(err)) < 0) rc = kf_cli_fail("%s", err);
+                                    "--max-rounds, --max-hours, --max-tokens, --share");
+        else if (spec.share > 0 && kf_campaign_set_share(db, name, spec.share, err, sizeof(err)) < 0)
+            rc = kf_cli_fail("%s", err);
+        else if (raise && kf_campaign_extend(db, name, &budget, err, sizeof(err)) < 0)
+            rc = kf_cli_fail("%s", err);
         else printf("campaign %s extended\n", name);
     } else if (strcmp(sub, "delete") == 0) {
         if (kf_campaign_delete(db, name, err, sizeof(err)) < 0) rc = kf_cli_fail("%s", err);

@@ -358,6 +358,31 @@ int main(void)
           "one final evaluation per job");
     CHECK(kf_campaign_start(db, "q1", err, sizeof(err)) < 0, "a done campaign cannot restart");
 
+    /* ---- fair share: leases in proportion to campaigns.share ---- */
+    int64_t sa = 0, sb = 0;
+    spec.max_candidates = 0;
+    spec.name = "share-1";
+    spec.share = 1;
+    CHECK(kf_campaign_create(db, &spec, &sa, err, sizeof(err)) == 0, "%s", err);
+    spec.name = "share-3";
+    spec.share = 3;
+    CHECK(kf_campaign_create(db, &spec, &sb, err, sizeof(err)) == 0, "%s", err);
+    CHECK(kf_campaign_start(db, "share-1", err, sizeof(err)) == 0 &&
+          kf_campaign_start(db, "share-3", err, sizeof(err)) == 0, "%s", err);
+    CHECK(kf_campaign_step(db, sa, &done, err, sizeof(err)) == 0 &&
+          kf_campaign_step(db, sb, &done, err, sizeof(err)) == 0, "%s", err);
+    char seq[16] = "";
+    for (int i = 0; i < 8; i++) {
+        kf_lease l;
+        CHECK(kf_queue_lease(db, &qc, "wF", cls, 1, &l, err, sizeof(err)) == KF_Q_OK, "%s", err);
+        seq[i] = l.campaign_id == sa ? 'A' : l.campaign_id == sb ? 'B' : '?';
+    }
+    /* fewest leased per share first, ties to the older campaign:
+     * A(0) B(0) -> A; A 1, B 0 -> B; B 1/3, 2/3 -> B, B; A 1 = B 1 -> A; ... */
+    CHECK(!strcmp(seq, "ABBBABBB"), "leases by share 1:3 went %s", seq);
+    CHECK(kf_campaign_pause(db, "share-1", err, sizeof(err)) == 0 &&
+          kf_campaign_pause(db, "share-3", err, sizeof(err)) == 0, "%s", err);
+
     /* ---- the database enforces one final evaluation per job ---- */
     snprintf(sql, sizeof(sql), "INSERT INTO evaluations (job_id, candidate_id, attempt, verdict, "
              "is_final) SELECT id, candidate_id, 9, 'ok', true FROM jobs WHERE id = %lld",
