@@ -57,6 +57,9 @@ check "status says the prompt is too long for the context" grep -q \
   <<<"$(kf campaign status ctx)"
 check "a context error is not retried" eq \
   "$(grep -c '"model": "kf-ctx"' "$LLM_LOG")" 1
+wait_for 30 "SELECT (strategy_state->>'dead_rounds')::int >= 1 FROM campaigns WHERE name = 'ctx'"
+check "a round ended by the context error does not count toward max_rounds (1)" eq \
+  "$(sql "SELECT state FROM campaigns WHERE name = 'ctx'")" running
 
 # <think> drafts are never the kernel
 rc=0; kf campaign wait think --timeout 300 --quiet || rc=$?
@@ -98,4 +101,15 @@ kf worker release w1 >/dev/null
 rc=0; kf campaign wait quar --timeout 300 --quiet || rc=$?
 check "after kfarm worker release the campaign finishes" eq "$rc" 0
 check "kfarm --version" grep -q "^kfarm [0-9]" <<<"$(kf --version)"
+
+# a worker whose clock runs 90 s ahead still shows up (liveness is the
+# database's clock), with its skew; one not heard from for 15 min is offline
+FAKETIME_DONT_FAKE_MONOTONIC=1 faketime -f "+90s" "$KFARM_BIN/kfarm-worker" run --coordinator "$T_ADDR" \
+  --id wskew --work-dir "$T_DIR/wskew" --cpu --quick --poll-ms 200 >>"$T_DIR/wskew.log" 2>&1 &
+T_PIDS+=($!)
+wait_for 60 "SELECT clock_skew_ms IS NOT NULL FROM workers WHERE id = 'wskew'"
+sql "INSERT INTO workers (id, classes, last_seen) VALUES ('wdead', '{cpu}', now() - interval '15 minutes')"
+check "a skewed worker is ok, with its skew; a silent one is offline" eq \
+  "$(kf workers --json | python3 -c 'import json,sys; w={x["name"]: x for x in json.load(sys.stdin)}; print(w["wskew"]["state"], 85000 <= w["wskew"]["clock_skew_ms"] <= 95000, w["wdead"]["state"])')" "ok True offline"
+check "kfarm workers shows the skew" has "wskew .* ok .* +[89][0-9]\.[0-9]s" "$(kf workers)"
 finish
