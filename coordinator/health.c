@@ -87,6 +87,19 @@ json_t *kf_health_blockers(kf_db *db, int64_t campaign_id, const char *name, cha
             }
         }
         PQclear(r);
+        if (!done) {
+            r = kf_db_exec(db, "SELECT count(*) FROM proposals WHERE campaign_id = $1::bigint "
+                               "AND state = 'review' AND $2::int IS NOT NULL", 2, p, err, errlen);
+            if (!r) {
+                json_decref(a);
+                return NULL;
+            }
+            long long n = kf_db_i64(r, 0, 0, 0);
+            PQclear(r);
+            if (n > 0)
+                add(a, "review", "%lld proposal%s wait%s for a person's review (kfarm review list %s)",
+                    n, n == 1 ? "" : "s", n == 1 ? "s" : "", name);
+        }
     }
 
     if (strcmp(state, "running") == 0) {

@@ -12,6 +12,7 @@
  *   llm      the latest proposal got no reply (key variable not set in the
  *            coordinator, HTTP status and message, context too long), or
  *            its reply is suspect (prompt truncated by the server)
+ *   review   proposals waiting for a person's review (review on)
  *   workers  queued jobs on a target that no live worker serves, or whose
  *            live workers are all quarantined
  *
