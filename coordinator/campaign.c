@@ -189,15 +189,16 @@ int kf_campaign_create(kf_db *db, const kf_campaign_spec *spec, int64_t *id,
     snprintf(task_id, sizeof(task_id), "%s", PQgetvalue(r, 0, 0));
     PQclear(r);
 
-    char maxc[24], maxa[24];
+    char maxc[24], maxa[24], share[32];
     snprintf(maxc, sizeof(maxc), "%ld", spec->max_candidates);
     snprintf(maxa, sizeof(maxa), "%d", spec->max_attempts > 0 ? spec->max_attempts : 3);
-    const char *pc[7] = { spec->name, task_id, strategy, spec->config_json ? spec->config_json : "{}",
-                          targets, spec->max_candidates > 0 ? maxc : NULL, maxa };
+    snprintf(share, sizeof(share), "%.17g", spec->share > 0 ? spec->share : 1.0);
+    const char *pc[8] = { spec->name, task_id, strategy, spec->config_json ? spec->config_json : "{}",
+                          targets, spec->max_candidates > 0 ? maxc : NULL, maxa, share };
     r = kf_db_exec(db,
         "INSERT INTO campaigns (name, task_id, strategy, config, targets, max_candidates,"
-        "  max_attempts) VALUES ($1, $2::bigint, $3, $4::jsonb, $5::text[], $6::int, $7::int) "
-        "RETURNING id", 7, pc, err, errlen);
+        "  max_attempts, share) VALUES ($1, $2::bigint, $3, $4::jsonb, $5::text[], $6::int, $7::int,"
+        "  $8::float8) RETURNING id", 8, pc, err, errlen);
     if (!r) {
         if (strcmp(kf_db_last_sqlstate(db), "23505") == 0)
             snprintf(err, errlen, "campaign '%s' already exists", spec->name);
@@ -259,7 +260,8 @@ static int set_state(kf_db *db, const char *name, const char *from, const char *
     const char *p[3] = { name, from, to };
     PGresult *r = kf_db_exec(db,
         "UPDATE campaigns SET state = $3, updated_at = now(),"
-        "  started_at = CASE WHEN $3 = 'running' THEN COALESCE(started_at, now()) ELSE started_at END "
+        "  started_at = CASE WHEN $3 = 'running' THEN COALESCE(started_at, now()) ELSE started_at END,"
+        "  pause_reason = NULL "
         "WHERE name = $1 AND state = ANY($2::text[]) RETURNING id", 3, p, err, errlen);
     if (!r) return -1;
     int n = PQntuples(r);
@@ -279,6 +281,83 @@ int kf_campaign_start(kf_db *db, const char *name, char *err, size_t errlen)
 int kf_campaign_pause(kf_db *db, const char *name, char *err, size_t errlen)
 {
     return set_state(db, name, "{running}", "paused", err, errlen);
+}
+
+int kf_campaign_extend(kf_db *db, const char *name, const kf_campaign_budget *b, char *err,
+                       size_t errlen)
+{
+    char mc[24], mr[24], mh[32], mt[24];
+    snprintf(mc, sizeof(mc), "%ld", b->max_candidates);
+    snprintf(mr, sizeof(mr), "%ld", b->max_rounds);
+    snprintf(mh, sizeof(mh), "%.17g", b->max_hours);
+    snprintf(mt, sizeof(mt), "%ld", b->max_tokens);
+    const char *p[5] = { name, b->max_candidates > 0 ? mc : NULL, b->max_rounds > 0 ? mr : NULL,
+                         b->max_hours > 0 ? mh : NULL, b->max_tokens > 0 ? mt : NULL };
+    /* Budgets only grow; the strategy forgets that it stopped (tune: it
+     * expands again, adding the variants of the larger even sample not yet
+     * tried; LLM strategies: new rounds, plateau counted afresh) and a done
+     * campaign runs again. */
+    PGresult *r = kf_db_exec(db,
+        "UPDATE campaigns SET"
+        "  max_candidates = CASE WHEN $2::bigint IS NULL THEN max_candidates"
+        "    ELSE GREATEST(COALESCE(max_candidates, 0), $2::bigint) END,"
+        "  config = config"
+        "    || CASE WHEN $3::bigint IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('max_rounds',"
+        "         GREATEST(COALESCE((config->>'max_rounds')::numeric, 0), $3::bigint)) END"
+        "    || CASE WHEN $4::float8 IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('max_hours',"
+        "         GREATEST(COALESCE((config->>'max_hours')::numeric, 0), $4::float8::numeric)) END"
+        "    || CASE WHEN $5::bigint IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('max_tokens',"
+        "         GREATEST(COALESCE((config->>'max_tokens')::numeric, 0), $5::bigint)) END,"
+        "  strategy_state = (strategy_state - 'stopped' - 'expanded')"
+        "    || CASE WHEN strategy_state ? 'plateau' THEN '{\"plateau\": 0}'::jsonb ELSE '{}'::jsonb END,"
+        "  state = CASE WHEN state = 'done' THEN 'running' ELSE state END,"
+        "  finished_at = NULL, updated_at = now() "
+        "WHERE name = $1 RETURNING state", 5, p, err, errlen);
+    if (!r) return -1;
+    int n = PQntuples(r);
+    PQclear(r);
+    if (n == 0) {
+        snprintf(err, errlen, "no campaign '%s'", name);
+        return -1;
+    }
+    return 0;
+}
+
+int kf_campaign_set_share(kf_db *db, const char *name, double share, char *err, size_t errlen)
+{
+    if (!(share > 0) || share > 1e6) {
+        snprintf(err, errlen, "share: expected a number > 0");
+        return -1;
+    }
+    char sh[32];
+    snprintf(sh, sizeof(sh), "%.17g", share);
+    const char *p[2] = { name, sh };
+    PGresult *r = kf_db_exec(db, "UPDATE campaigns SET share = $2::float8, updated_at = now() "
+                                 "WHERE name = $1 RETURNING id", 2, p, err, errlen);
+    if (!r) return -1;
+    int n = PQntuples(r);
+    PQclear(r);
+    if (n == 0) {
+        snprintf(err, errlen, "no campaign '%s'", name);
+        return -1;
+    }
+    return 0;
+}
+
+int kf_campaign_delete(kf_db *db, const char *name, char *err, size_t errlen)
+{
+    char state[16];
+    if (kf_campaign_lookup(db, name, NULL, state, err, errlen) < 0) return -1;
+    if (!strcmp(state, "running")) {
+        snprintf(err, errlen, "campaign '%s' is running: pause it first (kfarm campaign pause %s)",
+                 name, name);
+        return -1;
+    }
+    const char *p[1] = { name };
+    /* candidates, jobs, evaluations, proposals, hints and documents go with
+     * it (ON DELETE CASCADE); the task stays (other campaigns may use it) */
+    return kf_db_cmd(db, "DELETE FROM campaigns WHERE name = $1 AND state <> 'running'", 1, p,
+                     err, errlen);
 }
 
 int kf_campaign_step(kf_db *db, int64_t campaign_id, int *done, char *err, size_t errlen)

@@ -31,6 +31,7 @@ typedef struct {
     const char *seed_path;      /* seed candidate file; NULL: the task's seed */
     int max_attempts;           /* leases per job; <= 0: 3 */
     const char *config_json;    /* strategy config object; NULL: {} */
+    double share;               /* share of the fleet among running campaigns; <= 0: 1 */
 } kf_campaign_spec;
 
 /* Validate the task directory and create the campaign (task + campaign + seed
@@ -49,6 +50,29 @@ int kf_campaign_lookup(kf_db *db, const char *name, int64_t *id, char state[16],
  * (unknown campaign, done, unknown strategy). */
 int kf_campaign_start(kf_db *db, const char *name, char *err, size_t errlen);
 int kf_campaign_pause(kf_db *db, const char *name, char *err, size_t errlen);
+
+/* Budgets to raise with kf_campaign_extend; <= 0 leaves one as it is. */
+typedef struct {
+    long max_candidates;
+    long max_rounds;     /* LLM strategies */
+    double max_hours;    /* LLM strategies */
+    long max_tokens;     /* LLM strategies */
+} kf_campaign_budget;
+
+/* Raise a campaign's budgets (never lowers them), make its strategy carry
+ * on (tune re-expands with the larger sample; LLM strategies resume
+ * rounds) and run a done campaign again. Returns 0, or -1 with reason. */
+int kf_campaign_extend(kf_db *db, const char *name, const kf_campaign_budget *b, char *err,
+                       size_t errlen);
+
+/* Set a campaign's share of the fleet (> 0; running campaigns get leases in
+ * proportion to their shares, queue.h). Returns 0, or -1 with reason. */
+int kf_campaign_set_share(kf_db *db, const char *name, double share, char *err, size_t errlen);
+
+/* Delete a campaign that is not running, with its candidates, jobs,
+ * evaluations, proposals, hints and documents (the task stays). Returns 0,
+ * or -1 with reason (unknown, running). */
+int kf_campaign_delete(kf_db *db, const char *name, char *err, size_t errlen);
 
 /* Advance one running campaign: run its strategy's step, then mark it done
  * when the strategy is finished and all its jobs are done. *done (optional)

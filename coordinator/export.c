@@ -6,24 +6,35 @@
  *   campaign: id, name, task, task_definition, strategy, state, targets,
  *     max_candidates, strategy_state, created_at/started_at/finished_at,
  *     jobs {state: n}, verdicts {verdict: n} (final), attempts {verdict: n}
- *     (every evaluation), best [{target, candidate_id, speedup, ...}],
+ *     (every evaluation), best [{target, candidate_id, speedup, speedup_lo,
+ *     speedup_hi, cv, ...}], pause_reason, blockers [{kind, text}] (health.h),
+ *     bests {targets, overall, not_everywhere} (bests.h),
  *     timeline [{t, target, speedup, candidate_id}] (ok results in time order),
  *     candidates [{id, parent_id, proposer, defines, sha256, created_at,
- *       results [{target, state, attempts, verdict, detail, speedup,
+ *       results [{target, state, attempts, verdict, detail, speedup, speedup_lo,
+ *       speedup_hi, cv,
  *       candidate_us, baseline_us, worker, metrics, compile_log, history}]}],
  *     sources {sha256: source}
  */
 #include "export.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "bests.h"
+#include "health.h"
 #include "kf_util.h"
 #include "log.h"
+#include "queue.h"
+
+#define KF_STR2(x) #x
+#define KF_STR(x) KF_STR2(x)
+#define KF_OFFLINE_SQL KF_STR(KF_QUEUE_OFFLINE_S)
 
 static const char CAMPAIGN_SQL[] =
     "WITH c AS (SELECT * FROM campaigns WHERE id = $1::bigint),"
@@ -31,7 +42,7 @@ static const char CAMPAIGN_SQL[] =
     "         WHERE j.campaign_id = $1::bigint AND j.purpose = 'eval' AND e.is_final) "
     "SELECT json_build_object("
     " 'id', c.id, 'name', c.name, 'task', t.name, 'task_definition', t.spec->>'definition',"
-    " 'strategy', c.strategy, 'state', c.state, 'targets', c.targets,"
+    " 'strategy', c.strategy, 'state', c.state, 'pause_reason', c.pause_reason, 'targets', c.targets,"
     " 'max_candidates', c.max_candidates, 'strategy_state', c.strategy_state,"
     " 'created_at', c.created_at, 'started_at', c.started_at, 'finished_at', c.finished_at,"
     " 'jobs', (SELECT json_object_agg(state, n) FROM (SELECT state, count(*) n FROM jobs"
@@ -42,8 +53,8 @@ static const char CAMPAIGN_SQL[] =
     "          FROM evaluations e JOIN jobs j ON j.id = e.job_id WHERE j.campaign_id = c.id"
     "          GROUP BY e.verdict) v),"
     " 'best', (SELECT json_agg(b ORDER BY b.target) FROM (SELECT DISTINCT ON (target) target,"
-    "          candidate_id, speedup, candidate_us, baseline_us, worker_id, confirmation,"
-    "          confirmed_by_worker FROM fin"
+    "          candidate_id, speedup, speedup_lo, speedup_hi, cv, candidate_us, baseline_us,"
+    "          worker_id, confirmation, confirmed_by_worker FROM fin"
     "          WHERE verdict = 'ok' AND speedup IS NOT NULL AND confirmation <> 'disputed'"
     "          ORDER BY target, confirmation = 'confirmed' DESC, speedup DESC, candidate_id) b),"
     " 'timeline', (SELECT json_agg(json_build_object('t', created_at, 'target', target,"
@@ -54,7 +65,8 @@ static const char CAMPAIGN_SQL[] =
     "          'created_at', k.created_at, 'note', k.note, 'proposal_id', k.proposal_id,"
     "          'results', (SELECT json_agg(json_build_object('target', j.target,"
     "             'state', j.state, 'attempts', j.attempts, 'verdict', f.verdict,"
-    "             'detail', f.detail, 'speedup', f.speedup, 'candidate_us', f.candidate_us,"
+    "             'detail', f.detail, 'speedup', f.speedup, 'speedup_lo', f.speedup_lo,"
+    "             'speedup_hi', f.speedup_hi, 'cv', f.cv, 'candidate_us', f.candidate_us,"
     "             'baseline_us', f.baseline_us, 'worker', f.worker_id, 'metrics', f.metrics,"
     "             'confirmation', f.confirmation, 'confirmed_by', f.confirmed_by_worker,"
     "             'confirmation_detail', f.confirmation_detail,"
@@ -90,6 +102,8 @@ static const char WORKERS_SQL[] =
     " 'driver_version', driver_version, 'toolkit_version', toolkit_version,"
     " 'registered', registered, 'last_seen', last_seen, 'quarantined', quarantined,"
     " 'infra_errors', infra_errors, 'jobs_done', jobs_done,"
+    " 'quarantine_reason', quarantine_reason, 'clock_skew_ms', clock_skew_ms,"
+    " 'offline', last_seen < now() - " KF_OFFLINE_SQL " * interval '1 second',"
     " 'leased', (SELECT count(*) FROM jobs j WHERE j.worker_id = w.id AND j.state = 'leased'))"
     " ORDER BY id), '[]')::text, to_json(now())::text FROM workers w";
 
@@ -119,8 +133,37 @@ char *kf_export_data_js(kf_db *db, char *err, size_t errlen)
             return NULL;
         }
         if (PQntuples(c) == 1) {
+            /* the operator's view (health.h, bests.h) spliced into the
+             * object: the campaign text itself is never re-parsed */
+            int64_t cid = strtoll(p[0], NULL, 10);
+            json_t *bl = kf_health_blockers(db, cid, NULL, err, errlen);
+            json_t *be = bl ? kf_bests(db, cid, err, errlen) : NULL;
+            char *bls = bl ? json_dumps(bl, JSON_COMPACT) : NULL;
+            char *bes = be ? json_dumps(be, JSON_COMPACT) : NULL;
+            json_decref(bl);
+            json_decref(be);
+            const char *text = PQgetvalue(c, 0, 0);
+            size_t n = strlen(text);
+            if (!bls || !bes || n < 2 || text[n - 1] != '}') {
+                free(bls);
+                free(bes);
+                PQclear(c);
+                PQclear(w);
+                PQclear(ids);
+                free(b.s);
+                if (!bl || !be) return NULL;
+                snprintf(err, errlen, "out of memory");
+                return NULL;
+            }
             if (i) kf_strbuf_add(&b, ",\n");
-            kf_strbuf_add(&b, PQgetvalue(c, 0, 0));
+            kf_strbuf_addn(&b, text, n - 1);
+            kf_strbuf_add(&b, ", \"blockers\": ");
+            kf_strbuf_add(&b, bls);
+            kf_strbuf_add(&b, ", \"bests\": ");
+            kf_strbuf_add(&b, bes);
+            kf_strbuf_add(&b, "}");
+            free(bls);
+            free(bes);
         }
         PQclear(c);
     }

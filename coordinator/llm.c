@@ -150,6 +150,12 @@ int kf_llm_config_from_json(const json_t *obj, kf_llm_config *cfg, char *err, si
             snprintf(err, errlen, "llm.api_key_env: must be the *name* of an environment variable");
             return -1;
         }
+    if (cfg->api_key_env[0] && !kf_llm_key_env_allowed(cfg->api_key_env)) {
+        snprintf(err, errlen, "llm.api_key_env: %s is one of the coordinator's own variables "
+                 "(KFARM_*, PG*, DATABASE_URL): it is never sent to a model endpoint",
+                 cfg->api_key_env);
+        return -1;
+    }
     if (cfg->backoff_max_s < cfg->backoff_s) cfg->backoff_max_s = cfg->backoff_s;
     return 0;
 }
@@ -417,6 +423,34 @@ static void finish(kf_llm_client *c, req *r, kf_llm_reply *rep)
 }
 
 /* One-line summary of an error body: error.message if JSON, else a prefix. */
+int kf_llm_context_error(long status, const char *msg)
+{
+    if (status != 400 && status != 413 && status != 422) return 0;
+    if (status == 413) return 1;
+    static const char *const pats[] = { "context length", "context_length", "context window",
+                                        "maximum context", "too many tokens", "prompt is too long",
+                                        "exceeds the context", "input is too long" };
+    char low[256];
+    size_t n = 0;
+    for (; msg && msg[n] && n + 1 < sizeof(low); n++) low[n] = (char)tolower((unsigned char)msg[n]);
+    low[n] = 0;
+    for (size_t i = 0; i < sizeof(pats) / sizeof(pats[0]); i++)
+        if (strstr(low, pats[i])) return 1;
+    return 0;
+}
+
+int kf_llm_key_env_allowed(const char *name)
+{
+    /* the coordinator's own secrets: the fleet key, the database, libpq */
+    static const char *const prefixes[] = { "KFARM_", "PG" };
+    static const char *const names[] = { "DATABASE_URL" };
+    for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+        if (!strncmp(name, prefixes[i], strlen(prefixes[i]))) return 0;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (!strcmp(name, names[i])) return 0;
+    return 1;
+}
+
 static void body_summary(const char *body, char *out, size_t cap)
 {
     out[0] = 0;
@@ -510,7 +544,12 @@ static void on_done(kf_llm_client *c, req *r, CURLcode res)
     if (res == CURLE_OK) {
         char sum[256];
         body_summary(r->resp, sum, sizeof(sum));
-        snprintf(rep.error, sizeof(rep.error), "HTTP %ld%s%s", status, sum[0] ? ": " : "", sum);
+        if (kf_llm_context_error(status, sum))
+            snprintf(rep.error, sizeof(rep.error), "prompt too long for the model's context "
+                     "(shorten docs_limit/failures_limit or use a larger context): HTTP %ld: %s",
+                     status, sum);
+        else
+            snprintf(rep.error, sizeof(rep.error), "HTTP %ld%s%s", status, sum[0] ? ": " : "", sum);
         retry = status == 429 || status >= 500;
     } else if (res == CURLE_OPERATION_TIMEDOUT) {
         snprintf(rep.error, sizeof(rep.error), "timed out after %.1f s", r->cfg.timeout_s);

@@ -61,6 +61,16 @@ void kf_llm_config_default(kf_llm_config *cfg);
  * missing, which is an error. */
 int kf_llm_config_from_json(const json_t *obj, kf_llm_config *cfg, char *err, size_t errlen);
 
+/* Whether an HTTP error (status, the server's message) says that the prompt
+ * does not fit the model's context: such a request is not retried and its
+ * reason says so in words. */
+int kf_llm_context_error(long status, const char *msg);
+
+/* Whether `name` may be used as llm.api_key_env: 0 for the coordinator's own
+ * secret variables (KFARM_*, PG*, DATABASE_URL), whose values must never
+ * leave as a bearer token to whatever base_url says. */
+int kf_llm_key_env_allowed(const char *name);
+
 /* A finished request. Strings are malloc'ed (kf_llm_reply_free). */
 typedef struct {
     uint64_t tag;              /* the caller's tag from kf_llm_submit */

@@ -30,11 +30,13 @@ typedef struct inflight {
     struct inflight *next;
     int64_t proposal_id, campaign_id;
     int claim_s;            /* claim length: renewed every KF_SVC_RENEW_S */
+    long prompt_chars;      /* system + user message, characters */
 } inflight;
 
 typedef struct unsaved {
     struct unsaved *next;
     kf_llm_reply reply;
+    long prompt_chars;
 } unsaved;
 
 struct kf_llm_service {
@@ -142,6 +144,7 @@ static void claim(kf_llm_service *s)
         f->proposal_id = kf_db_i64(r, i, 0, 0);
         f->campaign_id = cid;
         f->claim_s = (int)cfg.timeout_s + 1 + KF_SVC_CLAIM_MARGIN_S;
+        f->prompt_chars = (long)(strlen(PQgetvalue(r, i, 3)) + strlen(PQgetvalue(r, i, 4)));
         if (kf_llm_submit(s->client, &cfg, kf_db_str(r, i, 3), kf_db_str(r, i, 4),
                           (uint64_t)f->proposal_id, e2, sizeof(e2)) < 0) {
             free(f);
@@ -175,9 +178,26 @@ static void renew(kf_llm_service *s)
     }
 }
 
-/* Store one reply. Returns 0, or -1 when the database failed (retry later). */
-static int store(kf_llm_service *s, const kf_llm_reply *rep)
+/* A warning for a reply whose server counted far fewer prompt tokens than
+ * the prompt holds (some local servers silently keep only the end of a
+ * prompt that exceeds their context), into buf; NULL when plausible.
+ * Tokenizers give 2..5 characters per token on English and code: fewer
+ * than one token per 12 characters is not a count of the whole prompt. */
+static const char *truncation_warning(const kf_llm_reply *rep, long chars, char *buf, size_t cap)
 {
+    if (!rep->ok || rep->prompt_tokens <= 0 || chars < 2400) return NULL;
+    if (rep->prompt_tokens * 12 >= chars) return NULL;
+    snprintf(buf, cap, "prompt truncated by the server: it counted %ld prompt tokens for a "
+             "prompt of %ld characters (about %ld tokens); raise the server's context size",
+             rep->prompt_tokens, chars, chars / 4);
+    return buf;
+}
+
+/* Store one reply. Returns 0, or -1 when the database failed (retry later). */
+static int store(kf_llm_service *s, const kf_llm_reply *rep, long prompt_chars)
+{
+    char warn[384];
+    const char *warning = truncation_warning(rep, prompt_chars, warn, sizeof(warn));
     char pid[24], pt[24], ct[24], att[16], st[16], lat[32], err[512];
     i64s(pid, (int64_t)rep->tag);
     i64s(pt, rep->prompt_tokens);
@@ -187,17 +207,18 @@ static int store(kf_llm_service *s, const kf_llm_reply *rep)
     snprintf(lat, sizeof(lat), "%.3f", rep->elapsed_s);
     char *content = rep->content ? strdup(rep->content) : NULL;
     if (content) kf_db_utf8_sanitize(content);
-    const char *p[10] = { pid, rep->ok ? "answered" : "failed", content,
+    const char *p[11] = { pid, rep->ok ? "answered" : "failed", content,
                           rep->finish_reason[0] ? rep->finish_reason : NULL,
                           rep->prompt_tokens >= 0 ? pt : NULL,
                           rep->completion_tokens >= 0 ? ct : NULL, att,
-                          rep->http_status ? st : NULL, lat, rep->ok ? NULL : rep->error };
+                          rep->http_status ? st : NULL, lat, rep->ok ? NULL : rep->error,
+                          warning };
     int rc = kf_db_cmd(s->db,
         "UPDATE proposals SET state = $2, reply = $3, finish_reason = $4, prompt_tokens = $5::int,"
         "  completion_tokens = $6::int, attempts = attempts + $7::int, http_status = $8::int,"
         "  latency_s = $9::double precision, reason = $10, answered_at = now(), claimed_until = NULL,"
-        "  finished_at = CASE WHEN $2 = 'failed' THEN now() END "
-        "WHERE id = $1::bigint AND state = 'requested'", 10, p, err, sizeof(err));
+        "  finished_at = CASE WHEN $2 = 'failed' THEN now() END, warning = $11 "
+        "WHERE id = $1::bigint AND state = 'requested'", 11, p, err, sizeof(err));
     free(content);
     if (rc < 0) {
         kf_log("llm: proposal %s: cannot store the reply (kept, retrying): %s", pid, err);
@@ -209,19 +230,24 @@ static int store(kf_llm_service *s, const kf_llm_reply *rep)
                rep->elapsed_s);
     else
         kf_log("llm: proposal %s failed: %s", pid, rep->error);
+    if (warning) kf_log("llm: proposal %s: %s", pid, warning);
     return 0;
 }
 
-static void drop_flying(kf_llm_service *s, int64_t id)
+/* Forget an in-flight request; returns its prompt size (characters, 0 if
+ * unknown). */
+static long drop_flying(kf_llm_service *s, int64_t id)
 {
     for (inflight **pp = &s->flying; *pp; pp = &(*pp)->next)
         if ((*pp)->proposal_id == id) {
             inflight *f = *pp;
+            long chars = f->prompt_chars;
             *pp = f->next;
             free(f);
             s->n_flying--;
-            return;
+            return chars;
         }
+    return 0;
 }
 
 static void *run(void *arg)
@@ -235,7 +261,7 @@ static void *run(void *arg)
         if (db_ok) {
             /* replies that could not be stored earlier */
             for (unsaved **pp = &s->pending_writes; *pp;) {
-                if (store(s, &(*pp)->reply) == 0) {
+                if (store(s, &(*pp)->reply, (*pp)->prompt_chars) == 0) {
                     unsaved *u = *pp;
                     *pp = u->next;
                     kf_llm_reply_free(&u->reply);
@@ -260,8 +286,8 @@ static void *run(void *arg)
         }
         kf_llm_reply rep;
         while (kf_llm_next(s->client, &rep)) {
-            drop_flying(s, (int64_t)rep.tag);
-            if (store(s, &rep) == 0) {
+            long chars = drop_flying(s, (int64_t)rep.tag);
+            if (store(s, &rep, chars) == 0) {
                 kf_llm_reply_free(&rep);
                 continue;
             }
@@ -271,6 +297,7 @@ static void *run(void *arg)
                 continue;
             }
             u->reply = rep;
+            u->prompt_chars = chars;
             unsaved **tail = &s->pending_writes;
             while (*tail) tail = &(*tail)->next;
             *tail = u;

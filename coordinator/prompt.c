@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "kf_util.h"
 
@@ -138,6 +139,9 @@ int kf_prompt_norm_sha256(const char *src, char out[65])
 
 /* ---- code extraction ---- */
 
+static char *extract_code(const char *reply, const char *finish_reason, char *reason,
+                          size_t reasonlen);
+
 static int code_lang(const char *s, size_t n)
 {
     static const char *const ok[] = { "", "c", "cuda", "cpp", "c++", "cu", "cxx", "h", "cc" };
@@ -154,8 +158,57 @@ static int code_lang(const char *s, size_t n)
     return 0;
 }
 
-char *kf_prompt_extract_code(const char *reply, const char *finish_reason,
+/* Case-insensitive search for the ASCII tag `t` in s. */
+static const char *find_tag(const char *s, const char *t)
+{
+    size_t n = strlen(t);
+    for (; *s; s++)
+        if (!strncasecmp(s, t, n)) return s;
+    return NULL;
+}
+
+char *kf_prompt_strip_reasoning(const char *reply)
+{
+    static const char *const tags[][2] = { { "<think>", "</think>" },
+                                           { "<thinking>", "</thinking>" },
+                                           { "<reasoning>", "</reasoning>" } };
+    char *out = strdup(reply ? reply : "");
+    if (!out) return NULL;
+    for (size_t t = 0; t < sizeof(tags) / sizeof(tags[0]); t++) {
+        char *open;
+        while ((open = (char *)find_tag(out, tags[t][0]))) {
+            const char *close = find_tag(open + strlen(tags[t][0]), tags[t][1]);
+            /* unclosed: the rest is reasoning the model never finished */
+            const char *rest = close ? close + strlen(tags[t][1]) : open + strlen(open);
+            memmove(open, rest, strlen(rest) + 1);
+        }
+    }
+    /* A server that strips the opening tag leaves "...draft...</think>answer". */
+    for (size_t t = 0; t < sizeof(tags) / sizeof(tags[0]); t++) {
+        const char *close = find_tag(out, tags[t][1]);
+        if (close) {
+            const char *rest = close + strlen(tags[t][1]);
+            memmove(out, rest, strlen(rest) + 1);
+        }
+    }
+    return out;
+}
+
+char *kf_prompt_extract_code(const char *reply_in, const char *finish_reason,
                              char *reason, size_t reasonlen)
+{
+    char *stripped = kf_prompt_strip_reasoning(reply_in);
+    if (!stripped) {
+        snprintf(reason, reasonlen, "out of memory");
+        return NULL;
+    }
+    char *code = extract_code(stripped, finish_reason, reason, reasonlen);
+    free(stripped);
+    return code;
+}
+
+static char *extract_code(const char *reply, const char *finish_reason, char *reason,
+                          size_t reasonlen)
 {
     int cut = finish_reason && !strcmp(finish_reason, "length");
     const char *best = NULL, *open_start = NULL;

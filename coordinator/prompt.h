@@ -58,7 +58,14 @@ int kf_prompt_build(kf_db *db, int64_t campaign_id, int64_t parent_id,
                     const kf_prompt_opts *opts, char **system, char **user,
                     char *err, size_t errlen);
 
-/* The code of a reply: malloc'ed source, or NULL with a one-line reason
+/* A copy of reply without the reasoning blocks of reasoning models
+ * (<think>...</think>, <thinking>, <reasoning>; an unclosed block runs to
+ * the end; text before a lone closing tag is reasoning too). malloc'ed;
+ * NULL when out of memory. */
+char *kf_prompt_strip_reasoning(const char *reply);
+
+/* The code of a reply (reasoning blocks removed first: a draft in a
+ * <think> block is never the kernel): malloc'ed source, or NULL with a one-line reason
  * ("no code block in the reply", "reply cut off (finish_reason=length)",
  * "the code does not define kf_entry"). finish_reason may be NULL. */
 char *kf_prompt_extract_code(const char *reply, const char *finish_reason,

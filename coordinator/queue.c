@@ -20,6 +20,7 @@
 #include "kf_verdict.h"
 #include "kf_wire.h"
 #include "log.h"
+#include "noise.h"
 #include "verify.h"
 
 void kf_queue_config_default(kf_queue_config *cfg)
@@ -49,12 +50,15 @@ kf_queue_status kf_queue_lease(kf_db *db, const kf_queue_config *cfg, const char
         "INSERT INTO workers (id, classes) VALUES ($1, $2::text[]) "
         "ON CONFLICT (id) DO UPDATE SET last_seen = now(), "
         "  classes = CASE WHEN cardinality($2::text[]) > 0 THEN $2::text[] ELSE workers.classes END "
-        "RETURNING quarantined, classes", 2, p1, err, errlen);
+        "RETURNING quarantined, classes, COALESCE(quarantine_reason, 'repeated infra_error')",
+        2, p1, err, errlen);
     if (!w) {
         free(arr);
         return KF_Q_ERROR;
     }
     int quarantined = strcmp(PQgetvalue(w, 0, 0), "t") == 0;
+    char qreason[384];
+    snprintf(qreason, sizeof(qreason), "%s", PQgetvalue(w, 0, 2));
     char *use = strdup(PQgetvalue(w, 0, 1));
     PQclear(w);
     free(arr);
@@ -64,7 +68,8 @@ kf_queue_status kf_queue_lease(kf_db *db, const kf_queue_config *cfg, const char
     }
     if (quarantined) {
         free(use);
-        snprintf(err, errlen, "worker %s is quarantined (repeated infra_error)", worker_id);
+        snprintf(err, errlen, "worker %s is quarantined: %s (lift with: kfarm worker release %s)",
+                 worker_id, qreason, worker_id);
         return KF_Q_NO_JOB;
     }
     char tokhex[2 * KF_QUEUE_TOKEN_LEN + 1];
@@ -75,25 +80,38 @@ kf_queue_status kf_queue_lease(kf_db *db, const kf_queue_config *cfg, const char
     }
     kf_wire_hex(out->lease_token, KF_QUEUE_TOKEN_LEN, tokhex);
     const char *p[4] = { worker_id, use, lease, tokhex };
+    /* Fair share: running campaigns are tried in order of their leased jobs
+     * per unit of share (fewest first), and within a campaign verification
+     * jobs first, then the oldest job (index jobs_queued_campaign); the
+     * LATERAL probe stops at the first campaign with a job this worker may
+     * take, so a huge queue is never sorted. */
     PGresult *r = kf_db_exec(db,
         "UPDATE jobs SET state = 'leased', fencing_token = nextval('fencing_seq'),"
         "  lease_token = decode($4, 'hex'),"
         "  attempts = attempts + 1, worker_id = $1, leased_at = now(),"
         "  lease_deadline = now() + $3::bigint * interval '1 millisecond' "
-        "WHERE id = (SELECT j.id FROM jobs j JOIN campaigns c ON c.id = j.campaign_id"
-        "            WHERE j.state = 'queued' AND c.state = 'running'"
-        "              AND j.target = ANY($2::text[])"
-        "              AND (j.not_before IS NULL OR j.not_before <= now())"
+        "WHERE id = (SELECT x.id FROM"
+        "  (SELECT c.id AS cid FROM campaigns c WHERE c.state = 'running'"
+        "   ORDER BY (SELECT count(*) FROM jobs l WHERE l.campaign_id = c.id"
+        "             AND l.state = 'leased') / c.share, c.id) k"
+        "  CROSS JOIN LATERAL"
+        "  (SELECT j.id FROM jobs j WHERE j.campaign_id = k.cid AND j.state = 'queued'"
+        "     AND j.target = ANY($2::text[])"
+        "     AND (j.not_before IS NULL OR j.not_before <= now())"
         /* infra_error is the worker's fault: retry elsewhere while another
-         * live, unquarantined worker serves the target (else here); a
+         * live, unquarantined worker that has not failed this job serves the
+         * target (else here again, until the attempts run out); a
          * verification job avoids the worker it verifies the same way. */
-        "              AND NOT ((COALESCE(j.avoid_worker = $1, false) OR EXISTS (SELECT 1 FROM evaluations e"
-        "                                 WHERE e.job_id = j.id AND e.worker_id = $1"
-        "                                   AND e.verdict = 'infra_error' AND e.reported))"
-        "                   AND EXISTS (SELECT 1 FROM workers w WHERE w.id <> $1 AND NOT w.quarantined"
-        "                                 AND j.target = ANY(w.classes)"
-        "                                 AND w.last_seen > now() - $3::bigint * interval '1 millisecond'))"
-        "            ORDER BY (j.purpose = 'verify') DESC, j.id FOR UPDATE OF j SKIP LOCKED LIMIT 1) "
+        "     AND NOT ((COALESCE(j.avoid_worker = $1, false) OR EXISTS (SELECT 1 FROM evaluations e"
+        "                 WHERE e.job_id = j.id AND e.worker_id = $1 AND e.verdict = 'infra_error'"
+        "                   AND e.reported))"
+        "          AND EXISTS (SELECT 1 FROM workers w WHERE w.id <> $1 AND NOT w.quarantined"
+        "                        AND j.target = ANY(w.classes)"
+        "                        AND w.last_seen > now() - $3::bigint * interval '1 millisecond'"
+        "                        AND NOT EXISTS (SELECT 1 FROM evaluations e2 WHERE e2.job_id = j.id"
+        "                          AND e2.worker_id = w.id AND e2.verdict = 'infra_error'"
+        "                          AND e2.reported)))"
+        "   ORDER BY (j.purpose <> 'verify'), j.id LIMIT 1 FOR UPDATE OF j SKIP LOCKED) x LIMIT 1) "
         "RETURNING id, fencing_token, candidate_id, campaign_id, COALESCE(seed, id),"
         "  attempts, target, purpose = 'verify'", 4, p, err, errlen);
     free(use);
@@ -302,41 +320,72 @@ kf_queue_status kf_queue_result(kf_db *db, const kf_queue_config *cfg, const cha
      * here) is retried elsewhere but never counts against this worker */
     int task_fault = v == KF_INFRA_ERROR && blames_task(metrics);
     int infra = v == KF_INFRA_ERROR && !task_fault;
-    int retry = v == KF_INFRA_ERROR && attempts < max_attempts;
-    char att[24], b1[32], b2[32], b3[32];
+    int retry = v == KF_INFRA_ERROR && (task_fault || attempts < max_attempts);
+    char att[24], b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
     i64s(att, attempts);
-    const char *pi[13] = {
+    /* the noise of an ok result: CV and speedup interval (noise.h) */
+    double cv = 0, lo = 0, hi = 0;
+    int has_noise = v == KF_OK && kf_noise_of_metrics(metrics, res->speedup, &cv, &lo, &hi) == 0;
+    const char *pi[16] = {
         job, cand, att, worker_id, tok, kf_verdict_name((kf_verdict)v), detail, metrics,
         num_param(b1, res->candidate_us), num_param(b2, res->baseline_us),
         num_param(b3, res->speedup), log, retry ? "false" : "true",
+        has_noise ? (snprintf(b4, sizeof(b4), "%.17g", cv), b4) : NULL,
+        has_noise ? num_param(b5, lo) : NULL, has_noise ? num_param(b6, hi) : NULL,
     };
     if (kf_db_cmd(db,
             "INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, fencing_token,"
-            "  verdict, detail, metrics, candidate_us, baseline_us, speedup, compile_log, is_final)"
+            "  verdict, detail, metrics, candidate_us, baseline_us, speedup, compile_log, is_final,"
+            "  cv, speedup_lo, speedup_hi)"
             " VALUES ($1::bigint, $2::bigint, $3::int, $4, $5::bigint, $6, $7, $8::jsonb,"
-            "  $9::float8, $10::float8, $11::float8, $12, $13::boolean)",
-            13, pi, err, errlen) < 0)
+            "  $9::float8, $10::float8, $11::float8, $12, $13::boolean, $14::float8, $15::float8,"
+            "  $16::float8)",
+            16, pi, err, errlen) < 0)
         goto fail;
     if (!retry && is_verify && kf_verify_conclude(db, cfg, verifies, job, err, errlen) < 0) goto fail;
     if (!retry && (is_verify || (v == KF_OK && res->speedup > 0)) &&
         kf_verify_consider(db, campaign, target, err, errlen) < 0)
         goto fail;
-    if (kf_db_cmd(db, retry
+    if (kf_db_cmd(db, task_fault
+            /* the task's fault: the attempt is not the job's either */
+            ? "UPDATE jobs SET state = 'queued', lease_deadline = NULL,"
+              "  attempts = GREATEST(attempts - 1, 0) WHERE id = $1::bigint"
+            : retry
             ? "UPDATE jobs SET state = 'queued', lease_deadline = NULL WHERE id = $1::bigint"
             : "UPDATE jobs SET state = 'done', lease_deadline = NULL, finished_at = now() "
               "WHERE id = $1::bigint", 1, pj, err, errlen) < 0)
         goto fail;
-    /* Worker health: consecutive infra_errors quarantine it. */
+    /* A task fault pauses the campaign with the reason (every worker would
+     * fail the same way; quarantining them would stop every campaign). */
+    char paused[256] = "";
+    if (task_fault) {
+        char why[700];
+        snprintf(why, sizeof(why), "task fault on worker %.100s: %.560s", worker_id,
+                 detail ? detail : "the task's reference or baseline failed");
+        const char *pp[2] = { job, why };
+        r = kf_db_exec(db,
+            "UPDATE campaigns SET state = 'paused', pause_reason = $2, updated_at = now() "
+            "WHERE id = (SELECT campaign_id FROM jobs WHERE id = $1::bigint) AND state = 'running' "
+            "RETURNING name", 2, pp, err, errlen);
+        if (!r) goto fail;
+        if (PQntuples(r) == 1) snprintf(paused, sizeof(paused), "%s", PQgetvalue(r, 0, 0));
+        PQclear(r);
+    }
+    /* Worker health: consecutive infra_errors quarantine it (with the reason). */
     char qa[24];
     i64s(qa, cfg->quarantine_after);
-    const char *pw[2] = { worker_id, qa };
+    const char *pw[3] = { worker_id, qa, detail ? detail : "" };
     r = kf_db_exec(db, infra
         ? "UPDATE workers SET last_seen = now(), infra_errors = infra_errors + 1,"
+          "  quarantine_reason = CASE WHEN NOT quarantined AND infra_errors + 1 >= $2::int THEN"
+          "    format('%s consecutive infra_error results, the last: %s', infra_errors + 1,"
+          "           left($3, 300)) ELSE quarantine_reason END,"
           "  quarantined = quarantined OR infra_errors + 1 >= $2::int "
           "WHERE id = $1 RETURNING quarantined, infra_errors"
         : "UPDATE workers SET last_seen = now(), infra_errors = 0, jobs_done = jobs_done + 1 "
-          "WHERE id = $1 AND $2::int IS NOT NULL RETURNING quarantined, infra_errors",
-        2, pw, err, errlen);
+          "WHERE id = $1 AND $2::int IS NOT NULL AND $3::text IS NOT NULL "
+          "RETURNING quarantined, infra_errors",
+        3, pw, err, errlen);
     if (!r) goto fail;
     int newly_quarantined = infra && PQntuples(r) == 1 &&
         strcmp(PQgetvalue(r, 0, 0), "t") == 0 &&
@@ -346,8 +395,11 @@ kf_queue_status kf_queue_result(kf_db *db, const kf_queue_config *cfg, const cha
     st = KF_Q_OK;
     if (requeued) *requeued = retry;
     if (newly_quarantined)
-        kf_log("worker %s quarantined after %d consecutive infra_error results", worker_id,
-               cfg->quarantine_after);
+        kf_log("worker %s quarantined after %d consecutive infra_error results (last: %s)",
+               worker_id, cfg->quarantine_after, detail ? detail : "-");
+    if (paused[0])
+        kf_log("campaign %s paused: the task failed on worker %s (%s); no worker blamed",
+               paused, worker_id, detail ? detail : "-");
     goto out;
 
 fail:
@@ -495,8 +547,9 @@ int kf_queue_set_quarantine(kf_db *db, const char *worker_id, int quarantined,
 {
     const char *p[2] = { worker_id, quarantined ? "true" : "false" };
     PGresult *r = kf_db_exec(db,
-        "UPDATE workers SET quarantined = $2::boolean, infra_errors = 0 WHERE id = $1 "
-        "RETURNING id", 2, p, err, errlen);
+        "UPDATE workers SET quarantined = $2::boolean, infra_errors = 0,"
+        "  quarantine_reason = CASE WHEN $2::boolean THEN 'quarantined by an operator' END "
+        "WHERE id = $1 RETURNING id", 2, p, err, errlen);
     if (!r) return -1;
     int n = PQntuples(r);
     PQclear(r);
@@ -505,4 +558,17 @@ int kf_queue_set_quarantine(kf_db *db, const char *worker_id, int quarantined,
         return -1;
     }
     return 0;
+}
+
+int kf_queue_note_clock(kf_db *db, const char *worker_id, int64_t skew_ms, char *err,
+                        size_t errlen)
+{
+    char sk[24];
+    i64s(sk, skew_ms);
+    const char *p[2] = { worker_id, sk };
+    /* written only when it moved by half a second: no churn per poll */
+    return kf_db_cmd(db,
+        "UPDATE workers SET clock_skew_ms = $2::bigint WHERE id = $1 AND"
+        "  (clock_skew_ms IS NULL OR abs(clock_skew_ms - $2::bigint) >= 500)",
+        2, p, err, errlen);
 }

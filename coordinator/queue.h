@@ -26,7 +26,17 @@
  *
  * Workers: every reported infra_error increments the worker's consecutive
  * counter (any other verdict resets it); at quarantine_after the worker is
- * quarantined and gets no more jobs until released (kfarm workers).
+ * quarantined, with the reason, and gets no more jobs until released
+ * (kfarm worker release NAME); every refused lease tells it why.
+ *
+ * Task faults: an infra_error whose metrics blame "task" (the judge proved
+ * the task's own reference or baseline broken) is nobody's health problem:
+ * the job goes back to the queue without counting the attempt and the
+ * campaign is paused with the reason (campaigns.pause_reason).
+ *
+ * Fair scheduling: a lease goes to the running campaign with the fewest
+ * leased jobs per unit of campaigns.share (1 by default: equal shares),
+ * oldest job first within the campaign.
  */
 #ifndef KF_QUEUE_H
 #define KF_QUEUE_H
@@ -36,6 +46,9 @@
 #include "db.h"
 
 #define KF_QUEUE_TOKEN_LEN 16 /* bytes of a lease token (128 bits) */
+/* A worker not heard from (lease, heartbeat, result) for this long is shown
+ * offline and counts as no live worker for a target (s). */
+#define KF_QUEUE_OFFLINE_S 60
 
 typedef struct {
     int lease_ms;           /* lease length, ms (default 30000) */
@@ -129,5 +142,11 @@ int kf_queue_register_worker(kf_db *db, const char *worker_id, const char *hostn
  * with reason (unknown worker, database). */
 int kf_queue_set_quarantine(kf_db *db, const char *worker_id, int quarantined,
                             char *err, size_t errlen);
+
+/* Record a worker's clock skew (its message timestamp minus the
+ * coordinator's clock, ms; shown by `kfarm workers`). Liveness never uses
+ * the worker's clock. Returns 0 or -1 with reason. */
+int kf_queue_note_clock(kf_db *db, const char *worker_id, int64_t skew_ms, char *err,
+                        size_t errlen);
 
 #endif

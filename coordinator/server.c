@@ -716,6 +716,11 @@ static void handle(kf_server *s, const uint8_t *msg, size_t len)
     }
     send_reply(s, &key, &f, &rep);
     OPENSSL_cleanse(&key, sizeof(key));
+    /* the worker's clock, from its authenticated timestamp (after the reply:
+     * never delays it) */
+    if (req && rep.status != KFARM__STATUS__REJECTED &&
+        (req->msg_case == KFARM__REQUEST__MSG_REGISTER || req->msg_case == KFARM__REQUEST__MSG_GET_JOB))
+        kf_queue_note_clock(s->db, f.id, (int64_t)f.ts_ms - kf_wire_now_ms(), derr, sizeof(derr));
     payload_free(&payload);
     if (req) kfarm__request__free_unpacked(req, NULL);
 }

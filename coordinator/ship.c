@@ -9,7 +9,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +18,7 @@
 #include <unistd.h>
 
 #include "kf_util.h"
+#include "noise.h"
 
 static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(char *err, size_t errlen, const char *fmt, ...)
@@ -36,17 +36,6 @@ void kf_ship_slug(const char *name, char *out, size_t cap)
     for (; name[i] && i + 1 < cap; i++)
         out[i] = (isalnum((unsigned char)name[i]) || name[i] == '_') ? name[i] : '_';
     out[i] = 0;
-}
-
-void kf_ship_interval(double s, double cv_c, int n_c, double cv_b, int n_b, double *lo, double *hi)
-{
-    *lo = *hi = s;
-    if (!(s > 0) || n_c < 2 || n_b < 2 || !(cv_c >= 0) || !(cv_b >= 0)) return;
-    const double k = sqrt(M_PI / 2.0); /* SE(median)/SE(mean) for normal noise */
-    double sc = k * cv_c / sqrt((double)n_c), sb = k * cv_b / sqrt((double)n_b);
-    double se = sqrt(sc * sc + sb * sb);
-    *lo = s * exp(-1.96 * se);
-    *hi = s * exp(1.96 * se);
 }
 
 void kf_ship_plan_free(kf_ship_plan *p)
@@ -79,9 +68,8 @@ static int shape_speedup(json_t *shapes, const kf_ship_plan *p, const int64_t *s
         if (!json_is_number(sp)) return -1;
         *s = json_number_value(sp);
         json_t *c = json_object_get(sh, "candidate"), *b = json_object_get(sh, "baseline");
-        double cvc = json_number_value(json_object_get(c, "cv")), cvb = json_number_value(json_object_get(b, "cv"));
-        int nc = (int)json_integer_value(json_object_get(c, "reps")), nb = (int)json_integer_value(json_object_get(b, "reps"));
-        kf_ship_interval(*s, cvc, nc, cvb, nb, lo, hi);
+        kf_noise_shape(*s, json_number_value(json_object_get(b, "cv")), json_number_value(json_object_get(c, "cv")), lo,
+                       hi);
         return 0;
     }
     return -1;
@@ -727,7 +715,8 @@ static json_t *manifest(const kf_ship_plan *p, const char *commit)
     for (int i = 0; i < p->n_campaigns; i++) json_array_append_new(cs, json_string(p->campaigns[i]));
     json_object_set_new(m, "campaigns", cs);
     json_object_set_new(m, "between_measured_shapes", json_string(p->between));
-    json_object_set_new(m, "interval", json_string("95%, ratio of medians, SE(median) = sqrt(pi/2) CV / sqrt(reps)"));
+    json_object_set_new(m, "interval", json_string("95%: speedup * exp(+-1.96 sqrt(cv_baseline^2 + cv_candidate^2)), "
+                                                   "the farm's noise model (coordinator/noise.h)"));
     json_t *classes = json_array();
     for (int c = 0; c < p->n_cls; c++) {
         const kf_ship_class *cl = &p->cls[c];

@@ -10,7 +10,8 @@
  * and every benchmark shape of the task, picks the winner among the
  * *confirmed* `ok` results (evaluations.confirmation = 'confirmed', fleet
  * trust): the highest speedup at that shape whose 95% interval lies above 1,
- * i.e. that beats the baseline beyond the measured noise. A shape nothing
+ * i.e. that beats the baseline beyond the measured noise (the farm's one
+ * noise model, noise.h, applied to that shape's own CVs). A shape nothing
  * beat goes to the baseline. Unconfirmed results are never shipped; the plan
  * counts those that would have won, so the operator can confirm them first.
  *
@@ -125,13 +126,5 @@ int kf_ship_write(const kf_ship_plan *p, const char *dir, const char *cc, const 
 /* The slug of a class name for file and symbol names ("AMD EPYC" ->
  * "AMD_EPYC"): [A-Za-z0-9_] kept, anything else '_'. */
 void kf_ship_slug(const char *name, char *out, size_t cap);
-
-/* The 95% interval of a speedup measured as a ratio of medians: relative
- * standard error of each median sqrt(pi/2)*CV/sqrt(n) (the asymptotic
- * variance of the sample median under normal noise), combined in log space.
- * s: speedup; cv_c, n_c / cv_b, n_b: the candidate's and baseline's
- * coefficient of variation and repetitions. Writes *lo and *hi (s itself
- * when the spread is unknown). */
-void kf_ship_interval(double s, double cv_c, int n_c, double cv_b, int n_b, double *lo, double *hi);
 
 #endif

@@ -6,10 +6,14 @@
  *
  * strategy_state (jsonb) of an LLM campaign:
  *   round         current round (0 = the seed)
- *   best, best_score        best candidate so far and its mean speedup
+ *   best, best_score        best candidate so far and its mean speedup (a
+ *                 child replaces it only when the lower end of its noise
+ *                 interval lies above best_score: better beyond the noise)
  *   plateau       rounds in a row without an improvement >= min_improvement
  *   lineage_best, lineage_score   parallel: per lineage
  *   stopped       why the campaign stopped proposing ("max_rounds reached")
+ *   dead_rounds   rounds in which no proposal got a reply (not counted
+ *                 toward max_rounds; the blocker is shown by health.c)
  * Every write happens in one transaction with the proposals/candidates it
  * describes, so a coordinator killed anywhere in a step leaves either the
  * old state and nothing new, or the new state and all its rows.
@@ -316,6 +320,7 @@ int kf_strategy_llm_materialize(kf_db *db, int64_t proposal_id, char *err, size_
 typedef struct {
     int64_t id;
     double score;
+    double lo;            /* lower end of the noise interval (geometric mean over targets) */
     int lineage;          /* -1: seed family (seed, its variants) */
     char norm[65];
 } scored;
@@ -326,7 +331,8 @@ static int load_scores(kf_db *db, const char *cid, scored **out, char *err, size
 {
     const char *p[1] = { cid };
     PGresult *r = kf_db_exec(db,
-        "SELECT k.id, avg(e.speedup), COALESCE(min(p.lineage), -1), COALESCE(k.norm_sha256, k.sha256) "
+        "SELECT k.id, avg(e.speedup), COALESCE(min(p.lineage), -1), COALESCE(k.norm_sha256, k.sha256),"
+        "  exp(avg(ln(COALESCE(e.speedup_lo, e.speedup)))) "
         "FROM candidates k JOIN jobs j ON j.candidate_id = k.id AND j.purpose = 'eval' "
         "JOIN evaluations e ON e.job_id = j.id AND e.is_final "
         "LEFT JOIN proposals p ON p.id = k.proposal_id "
@@ -348,6 +354,7 @@ static int load_scores(kf_db *db, const char *cid, scored **out, char *err, size
         (*out)[i].score = kf_db_f64(r, i, 1, 0);
         (*out)[i].lineage = (int)kf_db_i64(r, i, 2, -1);
         snprintf((*out)[i].norm, sizeof((*out)[i].norm), "%s", PQgetvalue(r, i, 3));
+        (*out)[i].lo = kf_db_f64(r, i, 4, (*out)[i].score);
     }
     PQclear(r);
     return n;
@@ -467,9 +474,12 @@ static int score_round(kf_db *db, const char *cid, const char *strategy, const l
     double old = jnum(state, "best_score", 0);
     int improved = 0;
     if (n > 0) {
-        if (!json_object_get(state, "best_score") || s[0].score > old * (1 + c->min_improvement))
+        /* better only beyond the noise: the whole interval above the old best */
+        int first = !json_object_get(state, "best_score");
+        int beyond = s[0].lo > old;
+        if (first || (beyond && s[0].score > old * (1 + c->min_improvement)))
             improved = 1;
-        if (s[0].score > old || !json_object_get(state, "best_score")) {
+        if (first || (s[0].score > old && beyond)) {
             json_object_set_new(state, "best", json_integer(s[0].id));
             json_object_set_new(state, "best_score", json_real(s[0].score));
         }
@@ -526,7 +536,7 @@ static const char *stop_reason(kf_db *db, const char *cid, const llm_cfg *c, jso
         snprintf(buf, cap, "no improvement in %ld rounds", c->plateau_rounds);
         return buf;
     }
-    if (c->max_rounds > 0 && round >= c->max_rounds) {
+    if (c->max_rounds > 0 && round - jint(state, "dead_rounds", 0) >= c->max_rounds) {
         snprintf(buf, cap, "max_rounds (%ld) reached", c->max_rounds);
         return buf;
     }
@@ -668,6 +678,8 @@ static int endpoint_backoff(kf_db *db, const char *cid, const char *name, json_t
         json_object_del(state, "resume_at");
         return 0;
     }
+    /* a round without a single reply does not count toward max_rounds */
+    json_object_set_new(state, "dead_rounds", json_integer(jint(state, "dead_rounds", 0) + 1));
     int64_t n = jint(state, "endpoint_failures", 0) + 1;
     double wait = 5.0 * pow(2.0, (double)(n - 1 < 6 ? n - 1 : 6));
     if (wait > 300) wait = 300;

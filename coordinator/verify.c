@@ -114,6 +114,10 @@ int kf_verify_conclude(kf_db *db, const kf_queue_config *cfg, const char *orig_e
     r = kf_db_exec(db,
         "UPDATE workers SET agreements = agreements + CASE WHEN $3::boolean THEN 1 ELSE 0 END,"
         "  disputes = disputes + CASE WHEN $3::boolean THEN 0 ELSE 1 END,"
+        "  quarantine_reason = CASE WHEN NOT quarantined AND NOT $3::boolean AND disputes + 1 >= $4::int"
+        "    AND disputes + 1 > agreements THEN format('%s verification disputes with other workers"
+        " (%s agreements): its results disagree with theirs beyond the noise', disputes + 1, agreements)"
+        "    ELSE quarantine_reason END,"
         "  quarantined = quarantined OR (NOT $3::boolean AND disputes + 1 >= $4::int"
         "                                AND disputes + 1 > agreements)"
         " WHERE id IN ($1, $2) RETURNING id, quarantined, disputes", 4, pw, err, errlen);

@@ -44,6 +44,7 @@
   }
   function fmt(x, p) { return x === null || x === undefined ? "-" : Number(x).toFixed(p); }
   function speed(x) { return x === null || x === undefined ? "-" : Number(x).toFixed(3) + "x"; }
+  function interval(lo, hi) { return lo == null || hi == null ? "-" : Number(lo).toFixed(2) + "\u2013" + Number(hi).toFixed(2) + "x"; }
   function when(t) { return t ? String(t).replace("T", " ").replace(/\..*$/, "") : "-"; }
   function defs(d) {
     var k = Object.keys(d || {});
@@ -175,14 +176,36 @@
       el("div", { "class": "card" }, el("div", { "class": "muted", text: "candidates" }),
         el("div", { "class": "big", text: String((c.candidates || []).length) }))));
     if (c.task_definition) out.push(el("p", { "class": "muted", text: c.task_definition }));
+    /* why the campaign is not progressing (coordinator/health.c) */
+    if ((c.blockers || []).length) {
+      out.push(el("div", { "class": "blockers" }, el("strong", { text: c.state === "done" ? "Warnings" : "Blocked" }),
+        el("ul", null, c.blockers.map(function (b) { return el("li", { text: "[" + b.kind + "] " + b.text }); }))));
+    }
 
+    /* per target best with its noise and ties; overall: ok on every target (coordinator/bests.c) */
+    var bests = c.bests || { targets: [], not_everywhere: [] };
     out.push(el("h2", { text: "Best per target" }));
-    out.push((c.best || []).length ? table(["target", "candidate", "speedup", "candidate \u00b5s", "baseline \u00b5s", "worker", "confirmed"],
-      c.best.map(function (b) {
-        return [b.target, link("#c/" + enc(c.name) + "/" + b.candidate_id, "#" + b.candidate_id),
-          speed(b.speedup), fmt(b.candidate_us, 2), fmt(b.baseline_us, 2), b.worker_id || "-",
-          b.confirmation === "confirmed" ? "yes, by " + (b.confirmed_by_worker || "?") : "not yet (" + (b.confirmation || "none") + ")"];
-      }), [0, 1, 1, 1, 1, 0, 0]) : el("p", { "class": "muted", text: "None yet." }));
+    var brows = (bests.targets || []).filter(function (t) { return t.best; }).map(function (t) {
+      var b = t.best;
+      return [t.target, link("#c/" + enc(c.name) + "/" + b.candidate, "#" + b.candidate), speed(b.speedup),
+        interval(b.lo, b.hi), fmt(b.cv, 2), String((t.ties || []).length),
+        fmt(b.candidate_us, 2), fmt(b.baseline_us, 2), b.worker || "-",
+        b.confirmation === "confirmed" ? "yes, by " + (b.confirmed_by || "?") : "not yet (" + (b.confirmation || "none") + ")"];
+    });
+    out.push(brows.length ? table(["target", "candidate", "speedup", "95% interval", "CV", "ties", "candidate \u00b5s",
+      "baseline \u00b5s", "worker", "confirmed"], brows, [0, 1, 1, 0, 1, 1, 1, 1, 0, 0]) : el("p", { "class": "muted", text: "None yet." }));
+    if (bests.overall) {
+      out.push(el("p", null, "Best on every target: ", link("#c/" + enc(c.name) + "/" + bests.overall.candidate,
+        "#" + bests.overall.candidate), " " + speed(bests.overall.speedup) + " (geometric mean, " +
+        interval(bests.overall.lo, bests.overall.hi) + ")" +
+        ((bests.overall.ties || []).length ? ", tied within the noise with " + bests.overall.ties.length : "")));
+    } else if (brows.length) {
+      out.push(el("p", { "class": "muted", text: "No candidate is ok on every target yet." }));
+    }
+    (bests.not_everywhere || []).forEach(function (n) {
+      out.push(el("p", { "class": "muted", text: "Candidate #" + n.candidate + " is fastest on " + n.fast_on + " (" +
+        speed(n.speedup) + ") but not ok on " + n.not_ok.map(function (x) { return x.target + " (" + x.verdict + ")"; }).join(", ") }));
+    });
 
     out.push(el("h2", { text: "Best so far over time" }), chart(c));
 
@@ -196,12 +219,24 @@
     });
     var ok = results.filter(function (x) { return x.r.verdict === "ok" && x.r.speedup; })
       .sort(function (a, b) { return b.r.speedup - a.r.speedup; });
-    out.push(el("h2", { text: "Leaderboard" }));
-    out.push(ok.length ? table(["#", "candidate", "target", "speedup", "candidate \u00b5s", "baseline \u00b5s", "defines", "proposer"],
-      ok.slice(0, 50).map(function (x, i) {
-        return [String(i + 1), link("#c/" + enc(c.name) + "/" + x.k.id, "#" + x.k.id), x.r.target,
-          speed(x.r.speedup), fmt(x.r.candidate_us, 2), fmt(x.r.baseline_us, 2), defs(x.k.defines), x.k.proposer];
-      }), [1, 1, 0, 1, 1, 1, 0, 0]) : el("p", { "class": "muted", text: "No passing candidate yet." }));
+    out.push(el("h2", { text: "Leaderboard (per target; overlapping 95% intervals are ties)" }));
+    if (!ok.length) out.push(el("p", { "class": "muted", text: "No passing candidate yet." }));
+    (c.targets || []).forEach(function (tg) {
+      var rows = ok.filter(function (x) { return x.r.target === tg; });
+      if (!rows.length) return;
+      var lo = function (x) { return x.r.speedup_lo == null ? x.r.speedup : x.r.speedup_lo; };
+      var hi = function (x) { return x.r.speedup_hi == null ? x.r.speedup : x.r.speedup_hi; };
+      /* rank = 1 + results on this target faster beyond the noise (as kfarm leaderboard) */
+      var ranks = rows.map(function (x) { return 1 + rows.filter(function (y) { return lo(y) > hi(x); }).length; });
+      out.push(el("h3", { text: tg }));
+      out.push(table(["rank", "candidate", "speedup", "95% interval", "CV", "candidate \u00b5s", "baseline \u00b5s", "defines", "proposer"],
+        rows.slice(0, 50).map(function (x, i) {
+          var tie = ranks.filter(function (r) { return r === ranks[i]; }).length > 1;
+          return [(tie ? "=" : "") + ranks[i], link("#c/" + enc(c.name) + "/" + x.k.id, "#" + x.k.id),
+            speed(x.r.speedup), interval(x.r.speedup_lo, x.r.speedup_hi), fmt(x.r.cv, 2),
+            fmt(x.r.candidate_us, 2), fmt(x.r.baseline_us, 2), defs(x.k.defines), x.k.proposer];
+        }), [1, 1, 1, 0, 1, 1, 1, 0, 0]));
+    });
 
     out.push(el("h2", { text: "Candidates" }));
     var filt = el("select");
@@ -336,7 +371,9 @@
     var rows = (D.workers || []).map(function (w) {
       return [w.id, w.hostname || "-", w.backend || "-", (w.classes || []).join(", "),
         (w.devices || []).map(function (d) { return d.name || d.arch || "?"; }).join(", "),
-        when(w.last_seen), w.quarantined ? "QUARANTINED" : "ok", String(w.jobs_done),
+        when(w.last_seen) + (w.clock_skew_ms == null ? "" : " (clock " + (w.clock_skew_ms >= 0 ? "+" : "") +
+          (w.clock_skew_ms / 1000).toFixed(1) + " s)"),
+        w.quarantined ? "quarantined: " + (w.quarantine_reason || "?") : w.offline ? "offline" : "ok", String(w.jobs_done),
         String(w.infra_errors), String(w.leased)];
     });
     var models = {};

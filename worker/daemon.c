@@ -425,8 +425,20 @@ static int get_job(daemon_cfg *c, Kfarm__Request *req, held_job *out, kf_device 
         do_register(c, dev, classes, n_classes);
         return 0;
     }
+    /* a quarantine is said in this worker's own log, once per change */
+    static int quarantined;
+    if (rep->status == KFARM__STATUS__OK && rep->job && quarantined) {
+        logmsg("get-job: quarantine lifted");
+        quarantined = 0;
+    }
     if (rep->status != KFARM__STATUS__OK || !rep->job) {
         int refused = rep->status != KFARM__STATUS__NO_JOB;
+        int q = rep->status == KFARM__STATUS__NO_JOB && rep->detail &&
+                strstr(rep->detail, "quarantined");
+        if (q && !quarantined) logmsg("get-job: %s", rep->detail);
+        else if (!q && quarantined && rep->status == KFARM__STATUS__NO_JOB)
+            logmsg("get-job: quarantine lifted");
+        if (rep->status == KFARM__STATUS__NO_JOB) quarantined = q;
         if (refused) logmsg("get-job: %s", rep->detail ? rep->detail : "refused");
         kfarm__reply__free_unpacked(rep, NULL);
         if (backoff && !refused) sleep_ms(c->poll_ms);

@@ -121,9 +121,12 @@ int kf_cli_campaign_progress(kf_db *db, const char *name)
     long long ncand = kf_db_i64(r, 0, 3, 0), pt = kf_db_i64(r, 0, 5, 0), ct = kf_db_i64(r, 0, 6, 0);
     long long maxc = kf_db_i64(r, 0, 2, 0), maxt = kf_db_i64(r, 0, 7, 0), maxr = kf_db_i64(r, 0, 8, 0);
     long long round = json_integer_value(json_object_get(st, "round"));
+    /* rounds in which the model never answered do not count toward max_rounds */
+    long long dead = json_integer_value(json_object_get(st, "dead_rounds"));
     json_t *bs = json_object_get(st, "best_score");
     printf("search:     %s with %s, round %lld%s%s", strategy, PQgetvalue(r, 0, 9), round,
            maxr ? " of " : "", maxr ? PQgetvalue(r, 0, 8) : "");
+    if (dead) printf(" (%lld without a reply, not counted)", dead);
     if (json_is_number(bs))
         printf(", best %.3fx (candidate %lld), plateau %lld", json_number_value(bs),
                (long long)json_integer_value(json_object_get(st, "best")),
@@ -144,9 +147,9 @@ int kf_cli_campaign_progress(kf_db *db, const char *name)
         frac = (double)ncand / (double)maxc;
         snprintf(what, sizeof(what), "%lld/%lld candidates", ncand, maxc);
     }
-    if (maxr > 0 && (double)round / (double)maxr > frac) {
-        frac = (double)round / (double)maxr;
-        snprintf(what, sizeof(what), "round %lld/%lld", round, maxr);
+    if (maxr > 0 && (double)(round - dead) / (double)maxr > frac) {
+        frac = (double)(round - dead) / (double)maxr;
+        snprintf(what, sizeof(what), "round %lld/%lld", round - dead, maxr);
     }
     if (maxt > 0 && (double)(pt + ct) / (double)maxt > frac) {
         frac = (double)(pt + ct) / (double)maxt;

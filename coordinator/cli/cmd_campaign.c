@@ -22,6 +22,8 @@
 #include <jansson.h>
 
 #include "campaign.h"
+#include "bests.h"
+#include "health.h"
 #include "kf_util.h"
 #include "kfarm_cli.h"
 
@@ -30,12 +32,15 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: kfarm campaign create NAME --task DIR [--strategy tune] [--target CLASS]...\n"
         "                             [--max-candidates N] [--seed FILE] [--max-attempts N]\n"
-        "                             [--config FILE] [--no-task-check]\n"
+        "                             [--config FILE] [--no-task-check] [--share X]\n"
         "       kfarm campaign start NAME\n"
         "       kfarm campaign pause NAME\n"
-        "       kfarm campaign status NAME\n"
-        "       kfarm campaign list\n"
-        "       kfarm campaign wait NAME [--timeout S]\n"
+        "       kfarm campaign status NAME [--json]\n"
+        "       kfarm campaign list [--json] [--wide]\n"
+        "       kfarm campaign extend NAME [--max-candidates N] [--max-rounds N]\n"
+        "                             [--max-hours H] [--max-tokens N] [--share X]\n"
+        "       kfarm campaign delete NAME\n"
+        "       kfarm campaign wait NAME [--timeout S] [--blocked-after S] [--quiet]\n"
         "\n"
         "All take --db CONNINFO (default $KFARM_DB).\n"
         "  --task DIR          task directory (task.json, reference, baseline, seed)\n"
@@ -47,9 +52,21 @@ static void usage(FILE *f)
         "  --seed FILE         seed candidate (default: the task's seed file)\n"
         "  --max-attempts N    leases per job before it ends as a verdict (default 3)\n"
         "  --config FILE       campaign file (JSON): strategy, LLM endpoint, budgets, review\n"
+        "  extend              raise budgets (never lowers them); a done campaign runs\n"
+        "                      again (tune adds the larger sample's untried variants)\n"
+        "  --share X           the campaign's share of the workers while several run\n"
+        "                      (default 1: equal shares; 2 gets twice the leases of 1)\n"
+        "  delete              remove a campaign that is not running, with everything\n"
+        "                      it evaluated (the task stays)\n"
         "  --no-task-check     create: do not run `kfarm-worker check-task` on the task first\n"
         "                      (docs/campaign-config.md); command-line options win\n"
-        "  --timeout S         wait: give up after S seconds (exit 1)\n");
+        "  --timeout S         wait: give up after S seconds (exit 1)\n"
+        "  --blocked-after S   wait: exit 3 once the campaign has been blocked (no live\n"
+        "                      worker, model errors, ...) for S seconds (default 60);\n"
+        "                      a paused campaign exits 3 at once\n"
+        "  --quiet             wait: no progress lines on stderr\n"
+        "\n"
+        "status and wait say why a campaign is not progressing (\"blocked:\" lines).\n");
 }
 
 /* Run `kfarm-worker check-task DIR [--seed FILE]` (the worker binary beside
@@ -103,10 +120,31 @@ static int do_create(kf_db *db, const char *name, kf_campaign_spec *spec)
     return 0;
 }
 
+/* status --json: {"name", "progress", "blockers", "bests"} for scripts. */
+static int status_json(kf_db *db, const char *name, long long id)
+{
+    char err[1024];
+    json_t *pg = kf_health_progress(db, (int64_t)id, err, sizeof(err));
+    json_t *bl = pg ? kf_health_blockers(db, (int64_t)id, name, err, sizeof(err)) : NULL;
+    json_t *be = bl ? kf_bests(db, (int64_t)id, err, sizeof(err)) : NULL;
+    if (!be) {
+        json_decref(pg);
+        json_decref(bl);
+        return kf_cli_fail("%s", err);
+    }
+    json_t *o = json_pack("{s:s, s:I, s:o, s:o, s:o}", "name", name, "id", (json_int_t)id,
+                          "progress", pg, "blockers", bl, "bests", be);
+    json_dumpf(o, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    fputc('\n', stdout);
+    json_decref(o);
+    return 0;
+}
+
 static int do_status(kf_db *db, const char *name)
 {
     long long id;
     if (kf_cli_campaign_id(db, name, &id) < 0) return 1;
+    if (kf_cli_json) return status_json(db, name, id);
     char ids[24], err[1024];
     snprintf(ids, sizeof(ids), "%lld", id);
     const char *p[1] = { ids };
@@ -138,25 +176,71 @@ static int do_status(kf_db *db, const char *name)
     printf("retries:    %s failed attempts (infra_error / lost leases)\n", PQgetvalue(r, 0, 10));
     printf("created:    %s%s%s\n", PQgetvalue(r, 0, 11), kf_db_str(r, 0, 12) ? ", finished " : "",
            kf_db_str(r, 0, 12) ? kf_db_str(r, 0, 12) : "");
+    int is_done = !strcmp(PQgetvalue(r, 0, 0), "done");
     PQclear(r);
-    r = kf_db_exec(db,
-        "SELECT DISTINCT ON (j.target) j.target, e.speedup, k.id, k.defines::text, e.candidate_us,"
-        " e.baseline_us FROM evaluations e JOIN jobs j ON j.id = e.job_id"
-        " JOIN candidates k ON k.id = e.candidate_id"
-        " WHERE j.campaign_id = $1::bigint AND j.purpose = 'eval' AND e.is_final AND e.verdict = 'ok'"
-        "   AND e.speedup IS NOT NULL AND e.confirmation <> 'disputed'"
-        " ORDER BY j.target, e.confirmation = 'confirmed' DESC, e.speedup DESC, k.id",
-        1, p, err, sizeof(err));
-    if (!r) return kf_cli_fail("%s", err);
-    if (PQntuples(r) == 0) printf("best:       none yet\n");
-    for (int i = 0; i < PQntuples(r); i++) {
-        char defs[512];
-        printf("best:       %s %.3fx (candidate %s, %s; %.2f us vs baseline %.2f us)\n",
-               PQgetvalue(r, i, 0), kf_db_f64(r, i, 1, 0), PQgetvalue(r, i, 2),
-               kf_cli_defines(kf_db_str(r, i, 3), defs, sizeof(defs)), kf_db_f64(r, i, 4, 0),
-               kf_db_f64(r, i, 5, 0));
+    json_t *bests = kf_bests(db, (int64_t)id, err, sizeof(err));
+    if (!bests) return kf_cli_fail("%s", err);
+    size_t ti;
+    json_t *tv;
+    json_array_foreach(json_object_get(bests, "targets"), ti, tv) {
+        json_t *b0 = json_object_get(tv, "best");
+        const char *tn = json_string_value(json_object_get(tv, "target"));
+        if (json_is_null(b0)) {
+            printf("best:       %s: none yet\n", tn);
+            continue;
+        }
+        char defs[512], cvs[32] = "";
+        char *dj = json_dumps(json_object_get(b0, "defines"), JSON_COMPACT);
+        if (json_is_number(json_object_get(b0, "cv")))
+            snprintf(cvs, sizeof(cvs), " CV %.2f", json_number_value(json_object_get(b0, "cv")));
+        size_t nt = json_array_size(json_object_get(tv, "ties"));
+        printf("best:       %s: %.3fx [%.2f-%.2fx]%s (candidate %lld, %s)",
+               tn, json_number_value(json_object_get(b0, "speedup")),
+               json_number_value(json_object_get(b0, "lo")), json_number_value(json_object_get(b0, "hi")),
+               cvs, (long long)json_integer_value(json_object_get(b0, "candidate")),
+               kf_cli_defines(dj, defs, sizeof(defs)));
+        free(dj);
+        const char *conf = json_string_value(json_object_get(b0, "confirmation"));
+        const char *by = json_string_value(json_object_get(b0, "confirmed_by"));
+        if (conf && !strcmp(conf, "confirmed")) printf(", confirmed by %s", by ? by : "?");
+        else printf(", not confirmed yet (%s)", conf ? conf : "none");
+        if (nt) printf("; tied with %zu other%s", nt, nt == 1 ? "" : "s");
+        printf("\n");
     }
-    PQclear(r);
+    json_t *ov = json_object_get(bests, "overall");
+    if (json_is_null(ov)) {
+        printf("overall:    no candidate is ok on every target yet\n");
+    } else {
+        size_t nt = json_array_size(json_object_get(ov, "ties"));
+        printf("overall:    candidate %lld, ok on every target, %.3fx [%.2f-%.2fx]%s%s (kfarm best %s)\n",
+               (long long)json_integer_value(json_object_get(ov, "candidate")),
+               json_number_value(json_object_get(ov, "speedup")),
+               json_number_value(json_object_get(ov, "lo")), json_number_value(json_object_get(ov, "hi")),
+               nt ? ", tied with " : "", nt ? (nt == 1 ? "1 other" : "others") : "", name);
+    }
+    size_t ni;
+    json_t *no;
+    json_array_foreach(json_object_get(bests, "not_everywhere"), ni, no) {
+        printf("not ok:     candidate %lld (fastest on %s) is not ok on",
+               (long long)json_integer_value(json_object_get(no, "candidate")),
+               json_string_value(json_object_get(no, "fast_on")));
+        size_t k;
+        json_t *x;
+        json_array_foreach(json_object_get(no, "not_ok"), k, x)
+            printf("%s %s (%s)", k ? "," : "", json_string_value(json_object_get(x, "target")),
+                   json_string_value(json_object_get(x, "verdict")));
+        printf("\n");
+    }
+    json_decref(bests);
+    json_t *bl = kf_health_blockers(db, (int64_t)id, name, err, sizeof(err));
+    if (!bl) return kf_cli_fail("%s", err);
+    size_t i;
+    json_t *b;
+    json_array_foreach(bl, i, b)
+        printf("%s [%s] %s\n", !is_done ? "blocked:   " : "warning:   ",
+               json_string_value(json_object_get(b, "kind")),
+               json_string_value(json_object_get(b, "text")));
+    json_decref(bl);
     return 0;
 }
 
@@ -164,19 +248,24 @@ static int do_list(kf_db *db)
 {
     char err[1024];
     PGresult *r = kf_db_exec(db,
-        "SELECT c.name, c.state, c.strategy, t.name, array_to_string(c.targets, ','),"
-        " (SELECT count(*) FROM candidates k WHERE k.campaign_id = c.id)::text,"
+        "SELECT c.name, c.state, c.strategy, t.name AS task, array_to_string(c.targets, ',') AS targets,"
+        " (SELECT count(*) FROM candidates k WHERE k.campaign_id = c.id)::text AS candidates,"
         " (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id AND j.state = 'done') || '/' ||"
-        " (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id),"
+        " (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id) AS jobs_done,"
         " (SELECT to_char(max(e.speedup), 'FM999990.000') || 'x' FROM evaluations e"
         "    JOIN jobs j ON j.id = e.job_id WHERE j.campaign_id = c.id AND e.is_final"
-        "    AND e.verdict = 'ok' AND j.purpose = 'eval' AND e.confirmation <> 'disputed'),"
-        " to_char(c.created_at, 'YYYY-MM-DD HH24:MI')"
+        "    AND e.verdict = 'ok' AND j.purpose = 'eval' AND e.confirmation <> 'disputed') AS best_speedup,"
+        " to_char(c.created_at, 'MM-DD HH24:MI') AS created"
         " FROM campaigns c JOIN tasks t ON t.id = c.task_id ORDER BY c.id",
         0, NULL, err, sizeof(err));
     if (!r) return kf_cli_fail("%s", err);
+    if (kf_cli_json) {
+        kf_cli_print_json(r, stdout);
+        PQclear(r);
+        return 0;
+    }
     static const char *const hdr[] = { "NAME", "STATE", "STRATEGY", "TASK", "TARGETS",
-                                       "CANDIDATES", "JOBS DONE", "BEST", "CREATED" };
+                                       "CANDS", "DONE", "BEST", "CREATED" };
     kf_cli_table t;
     kf_cli_table_init(&t, 9, hdr);
     t.right[5] = t.right[6] = t.right[7] = 1;
@@ -195,10 +284,45 @@ static int do_list(kf_db *db)
     return 0;
 }
 
-static int do_wait(kf_db *db, const char *name, double timeout)
+/* "1h02m", "3m05s", "42s" into buf. */
+static const char *dur(double s, char *buf, size_t cap)
 {
-    double start = kf_util_now_s();
-    char state[16], err[1024];
+    long t = (long)(s + 0.5);
+    if (t >= 3600) snprintf(buf, cap, "%ldh%02ldm", t / 3600, t / 60 % 60);
+    else if (t >= 60) snprintf(buf, cap, "%ldm%02lds", t / 60, t % 60);
+    else snprintf(buf, cap, "%lds", t);
+    return buf;
+}
+
+/* One progress line: "running: jobs 5/12 done, 2 leased; round 2/5; ETA 1m20s". */
+static void progress_line(json_t *pg, char *out, size_t cap)
+{
+    json_t *j = json_object_get(pg, "jobs");
+    long long done = json_integer_value(json_object_get(j, "done"));
+    long long total = json_integer_value(json_object_get(j, "total"));
+    long long leased = json_integer_value(json_object_get(j, "leased"));
+    long long round = json_integer_value(json_object_get(pg, "round"));
+    long long dead = json_integer_value(json_object_get(pg, "rounds_without_reply"));
+    long long maxr = json_integer_value(json_object_get(pg, "max_rounds"));
+    double eta = json_number_value(json_object_get(pg, "eta_s"));
+    size_t n = (size_t)snprintf(out, cap, "%s: jobs %lld/%lld done, %lld leased",
+                                json_string_value(json_object_get(pg, "state")), done, total, leased);
+    if (strcmp(json_string_value(json_object_get(pg, "strategy")), "tune") != 0 && n < cap) {
+        n += (size_t)snprintf(out + n, cap - n, "; round %lld", round);
+        if (maxr > 0 && n < cap) n += (size_t)snprintf(out + n, cap - n, " of %lld", maxr);
+        if (dead > 0 && n < cap)
+            n += (size_t)snprintf(out + n, cap - n, " (%lld without reply, not counted)", dead);
+    }
+    char b[32];
+    if (eta >= 0 && done < total && n < cap)
+        snprintf(out + n, cap - n, "; ETA %s for the queued jobs", dur(eta, b, sizeof(b)));
+}
+
+/* Poll until done (0), timeout (1) or blocked for blocked_after s (3). */
+static int do_wait(kf_db *db, const char *name, double timeout, double blocked_after, int quiet)
+{
+    double start = kf_util_now_s(), blocked_since = -1, last_print = 0;
+    char state[16] = "", err[1024], last[512] = "";
     int64_t id;
     for (;;) {
         if (kf_db_ensure(db, err, sizeof(err)) == 0) {
@@ -207,6 +331,37 @@ static int do_wait(kf_db *db, const char *name, double timeout)
             } else if (strcmp(state, "done") == 0) {
                 printf("campaign %s is done\n", name);
                 return 0;
+            } else {
+                json_t *pg = kf_health_progress(db, id, err, sizeof(err));
+                json_t *bl = kf_health_blockers(db, id, name, err, sizeof(err));
+                double now = kf_util_now_s();
+                if (pg && !quiet) {
+                    char line[512];
+                    progress_line(pg, line, sizeof(line));
+                    if (strcmp(line, last) || now - last_print >= 30) {
+                        fprintf(stderr, "kfarm: campaign %s %s\n", name, line);
+                        snprintf(last, sizeof(last), "%s", line);
+                        last_print = now;
+                    }
+                }
+                if (bl && json_array_size(bl) > 0) {
+                    if (blocked_since < 0) blocked_since = now;
+                    if (!strcmp(state, "paused") || now - blocked_since >= blocked_after) {
+                        size_t i;
+                        json_t *b;
+                        json_array_foreach(bl, i, b)
+                            fprintf(stderr, "kfarm: campaign %s is blocked: [%s] %s\n", name,
+                                    json_string_value(json_object_get(b, "kind")),
+                                    json_string_value(json_object_get(b, "text")));
+                        json_decref(pg);
+                        json_decref(bl);
+                        return 3;
+                    }
+                } else if (bl) {
+                    blocked_since = -1;
+                }
+                json_decref(pg);
+                json_decref(bl);
             }
         }
         if (timeout > 0 && kf_util_now_s() - start >= timeout)
@@ -229,6 +384,12 @@ int kf_cli_cmd_campaign(int argc, char **argv)
         { "timeout", required_argument, NULL, 'w' },
         { "config", required_argument, NULL, 'C' },
         { "no-task-check", no_argument, NULL, 'N' },
+        { "blocked-after", required_argument, NULL, 'B' },
+        { "quiet", no_argument, NULL, 'q' },
+        { "max-rounds", required_argument, NULL, 'R' },
+        { "max-hours", required_argument, NULL, 'H' },
+        { "max-tokens", required_argument, NULL, 'K' },
+        { "share", required_argument, NULL, 'X' },
         { "help", no_argument, NULL, 'h' },
         { 0 },
     };
@@ -236,7 +397,9 @@ int kf_cli_cmd_campaign(int argc, char **argv)
     memset(&spec, 0, sizeof(spec));
     const char *conninfo = NULL, *config_path = NULL;
     int no_check = 0;
-    double timeout = 0;
+    double timeout = 0, blocked_after = 60;
+    kf_campaign_budget budget = { 0, 0, 0, 0 };
+    int quiet = 0;
     long v;
     int c;
     optind = 1;
@@ -268,15 +431,40 @@ int kf_cli_cmd_campaign(int argc, char **argv)
             break;
         case 'C': config_path = optarg; break;
         case 'N': no_check = 1; break;
+        case 'B':
+            if (kf_cli_parse_double(optarg, &blocked_after) < 0)
+                return kf_cli_usage_error("campaign", "--blocked-after: expected seconds");
+            break;
+        case 'q': quiet = 1; break;
+        case 'R':
+            if (kf_cli_parse_long(optarg, &v) < 0 || v < 1)
+                return kf_cli_usage_error("campaign", "--max-rounds: expected a positive number");
+            budget.max_rounds = v;
+            break;
+        case 'H':
+            if (kf_cli_parse_double(optarg, &budget.max_hours) < 0 || budget.max_hours <= 0)
+                return kf_cli_usage_error("campaign", "--max-hours: expected hours");
+            break;
+        case 'X':
+            if (kf_cli_parse_double(optarg, &spec.share) < 0 || !(spec.share > 0))
+                return kf_cli_usage_error("campaign", "--share: expected a number > 0");
+            break;
+        case 'K':
+            if (kf_cli_parse_long(optarg, &v) < 0 || v < 1)
+                return kf_cli_usage_error("campaign", "--max-tokens: expected a positive number");
+            budget.max_tokens = v;
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
     }
     if (optind >= argc)
-        return kf_cli_usage_error("campaign", "missing subcommand (create, start, pause, status, list, wait)");
+        return kf_cli_usage_error("campaign", "missing subcommand (create, start, pause, status, list, "
+                                  "wait, extend, delete)");
     const char *sub = argv[optind];
     if (strcmp(sub, "create") && strcmp(sub, "start") && strcmp(sub, "pause") &&
-        strcmp(sub, "status") && strcmp(sub, "list") && strcmp(sub, "wait"))
+        strcmp(sub, "status") && strcmp(sub, "list") && strcmp(sub, "wait") &&
+        strcmp(sub, "extend") && strcmp(sub, "delete"))
         return kf_cli_usage_error("campaign", "unknown subcommand '%s'", sub);
     const char *name = optind + 1 < argc ? argv[optind + 1] : NULL;
     int needs_name = strcmp(sub, "list") != 0;
@@ -313,10 +501,26 @@ int kf_cli_cmd_campaign(int argc, char **argv)
         else printf("campaign %s paused (leased jobs finish; nothing new is handed out)\n", name);
     } else if (strcmp(sub, "status") == 0) {
         rc = do_status(db, name);
-        if (rc == 0) rc = kf_cli_campaign_progress(db, name);
+        if (rc == 0 && !kf_cli_json) rc = kf_cli_campaign_progress(db, name);
     }
     else if (strcmp(sub, "list") == 0) rc = do_list(db);
-    else rc = do_wait(db, name, timeout);
+    else if (strcmp(sub, "extend") == 0) {
+        budget.max_candidates = spec.max_candidates;
+        int raise = budget.max_candidates > 0 || budget.max_rounds > 0 || budget.max_hours > 0 ||
+                    budget.max_tokens > 0;
+        if (!raise && !(spec.share > 0))
+            rc = kf_cli_usage_error("campaign", "extend: give at least one of --max-candidates, "
+                                    "--max-rounds, --max-hours, --max-tokens, --share");
+        else if (spec.share > 0 && kf_campaign_set_share(db, name, spec.share, err, sizeof(err)) < 0)
+            rc = kf_cli_fail("%s", err);
+        else if (raise && kf_campaign_extend(db, name, &budget, err, sizeof(err)) < 0)
+            rc = kf_cli_fail("%s", err);
+        else printf("campaign %s extended\n", name);
+    } else if (strcmp(sub, "delete") == 0) {
+        if (kf_campaign_delete(db, name, err, sizeof(err)) < 0) rc = kf_cli_fail("%s", err);
+        else printf("campaign %s deleted\n", name);
+    }
+    else rc = do_wait(db, name, timeout, blocked_after, quiet);
     kf_db_close(db);
     json_decref(config);
     free(config_text);

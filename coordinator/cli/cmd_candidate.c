@@ -1,5 +1,10 @@
 /*
- * cmd_candidate.c -- `kfarm candidate submit CAMPAIGN FILE [--parent N]`.
+ * cmd_candidate.c -- `kfarm candidate submit CAMPAIGN FILE [--parent N]` and
+ * `kfarm candidate show ID [--json]`.
+ *
+ * show: one candidate in full: campaign, lineage, defines, per target its
+ * final verdict, speedup with the noise interval and CV, times, worker and
+ * detail, then the source (with its defines as #define lines on top).
  *
  * A person's own kernel joins the campaign like an approved proposal (kind
  * human): the same deduplication (normalized source), the same tunable
@@ -10,6 +15,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,10 +27,89 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: kfarm candidate submit CAMPAIGN FILE [--parent N]\n"
+        "       kfarm candidate show ID [--json]\n"
         "\n"
-        "Queue your own kernel for evaluation (every target of the campaign).\n"
+        "submit: queue your own kernel for evaluation (every target of the campaign;\n"
+        "refused when the campaign is done).\n"
+        "show: one candidate with its results per target and its source.\n"
         "  --parent N     the candidate it derives from (lineage; default: none)\n"
         "  --db CONNINFO  (default $KFARM_DB)\n");
+}
+
+static int do_show(const char *conninfo, const char *ids)
+{
+    long v;
+    if (kf_cli_parse_long(ids, &v) < 0 || v < 1)
+        return kf_cli_usage_error("candidate", "show: expected a candidate id, not '%s'", ids);
+    kf_db *db = kf_cli_connect(conninfo);
+    if (!db) return 1;
+    char err[1024];
+    int rc = 0;
+    const char *p[1] = { ids };
+    PGresult *r = kf_db_exec(db,
+        "SELECT k.id, c.name AS campaign, k.parent_id AS parent, k.proposer, k.defines, k.note,"
+        "  to_char(k.created_at, 'YYYY-MM-DD HH24:MI:SS') AS created, k.source,"
+        "  (SELECT json_agg(json_build_object('target', j.target, 'state', j.state,"
+        "     'verdict', e.verdict, 'speedup', e.speedup, 'speedup_lo', e.speedup_lo,"
+        "     'speedup_hi', e.speedup_hi, 'cv', e.cv, 'candidate_us', e.candidate_us,"
+        "     'baseline_us', e.baseline_us, 'worker', e.worker_id, 'attempts', j.attempts,"
+        "     'detail', e.detail) ORDER BY array_position(c.targets, j.target))"
+        "   FROM jobs j LEFT JOIN evaluations e ON e.job_id = j.id AND e.is_final"
+        "   WHERE j.candidate_id = k.id) AS results "
+        "FROM candidates k JOIN campaigns c ON c.id = k.campaign_id WHERE k.id = $1::bigint",
+        1, p, err, sizeof(err));
+    if (!r) {
+        rc = kf_cli_fail("%s", err);
+    } else if (PQntuples(r) == 0) {
+        rc = kf_cli_fail("no candidate %s (see kfarm candidates CAMPAIGN)", ids);
+    } else if (kf_cli_json) {
+        kf_cli_print_json(r, stdout);
+    } else {
+        char defs[1024];
+        printf("candidate:  %s of campaign %s (%s, %s)\n", PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1),
+               PQgetvalue(r, 0, 3), PQgetvalue(r, 0, 6));
+        printf("parent:     %s\n", kf_db_str(r, 0, 2) ? kf_db_str(r, 0, 2) : "-");
+        printf("defines:    %s\n", kf_cli_defines(kf_db_str(r, 0, 4), defs, sizeof(defs)));
+        if (kf_db_str(r, 0, 5)) printf("note:       %s\n", kf_db_str(r, 0, 5));
+        json_t *res = json_loads(kf_db_str(r, 0, 8) ? kf_db_str(r, 0, 8) : "[]", 0, NULL);
+        size_t i;
+        json_t *o;
+        json_array_foreach(res, i, o) {
+            const char *verdict = json_string_value(json_object_get(o, "verdict"));
+            printf("%-11s %s", i ? "" : "results:", json_string_value(json_object_get(o, "target")));
+            if (!verdict) {
+                printf(": %s\n", json_string_value(json_object_get(o, "state")));
+                continue;
+            }
+            printf(": %s", verdict);
+            if (json_is_number(json_object_get(o, "speedup"))) {
+                printf(" %.3fx", json_number_value(json_object_get(o, "speedup")));
+                if (json_is_number(json_object_get(o, "speedup_lo")))
+                    printf(" [%.2f-%.2fx] CV %.2f", json_number_value(json_object_get(o, "speedup_lo")),
+                           json_number_value(json_object_get(o, "speedup_hi")),
+                           json_number_value(json_object_get(o, "cv")));
+                printf(" (%.2f us vs baseline %.2f us)",
+                       json_number_value(json_object_get(o, "candidate_us")),
+                       json_number_value(json_object_get(o, "baseline_us")));
+            }
+            const char *w = json_string_value(json_object_get(o, "worker"));
+            const char *d = json_string_value(json_object_get(o, "detail"));
+            printf("%s%s\n", w ? ", worker " : "", w ? w : "");
+            if (d) printf("%-11s   %.*s\n", "", (int)strcspn(d, "\n"), d);
+        }
+        json_decref(res);
+        printf("source:\n");
+        json_t *dj = json_loads(kf_db_str(r, 0, 4) ? kf_db_str(r, 0, 4) : "{}", 0, NULL);
+        const char *k;
+        json_t *v;
+        json_object_foreach(dj, k, v)
+            printf("#define %s %s\n", k, json_is_string(v) ? json_string_value(v) : "");
+        json_decref(dj);
+        fputs(PQgetvalue(r, 0, 7), stdout);
+    }
+    if (r) PQclear(r);
+    kf_db_close(db);
+    return rc;
 }
 
 int kf_cli_cmd_candidate(int argc, char **argv)
@@ -51,8 +136,9 @@ int kf_cli_cmd_candidate(int argc, char **argv)
         default: usage(stderr); return 2;
         }
     }
+    if (optind + 2 == argc && !strcmp(argv[optind], "show")) return do_show(conninfo, argv[optind + 1]);
     if (optind + 3 != argc || strcmp(argv[optind], "submit"))
-        return kf_cli_usage_error("candidate", "expected: submit CAMPAIGN FILE");
+        return kf_cli_usage_error("candidate", "expected: submit CAMPAIGN FILE, or show ID");
     const char *name = argv[optind + 1], *path = argv[optind + 2];
     size_t len = 0;
     char *src = kf_util_read_file(path, &len, 1u << 20);
@@ -81,9 +167,18 @@ int kf_cli_cmd_candidate(int argc, char **argv)
     snprintf(cid, sizeof(cid), "%lld", id);
     if (kf_db_begin(db, err, sizeof(err)) < 0) goto dberr;
     const char *pl[1] = { cid };
-    if (kf_db_cmd(db, "SELECT 1 FROM campaigns WHERE id = $1::bigint FOR UPDATE", 1, pl, err,
-                  sizeof(err)) < 0)
-        goto dberr;
+    PGresult *rs = kf_db_exec(db, "SELECT state FROM campaigns WHERE id = $1::bigint FOR UPDATE",
+                              1, pl, err, sizeof(err));
+    if (!rs) goto dberr;
+    int finished = PQntuples(rs) == 1 && !strcmp(PQgetvalue(rs, 0, 0), "done");
+    PQclear(rs);
+    if (finished) {
+        /* its jobs would never be handed out: say so instead of queueing */
+        kf_db_rollback(db);
+        rc = kf_cli_fail("campaign %s is done: it evaluates nothing more (create a new campaign "
+                         "with this file as --seed)", name);
+        goto out;
+    }
     if (parent) {
         const char *pp[2] = { cid, parent };
         PGresult *r = kf_db_exec(db, "SELECT 1 FROM candidates WHERE campaign_id = $1::bigint "

@@ -114,11 +114,14 @@ int kf_cli_cmd_docs(int argc, char **argv)
     snprintf(cid, sizeof(cid), "%lld", id);
     if (!add) {
         const char *p[1] = { cid };
-        PGresult *r = kf_db_exec(db, "SELECT document, count(*)::text, sum(length(content))::text "
+        PGresult *r = kf_db_exec(db, "SELECT document, count(*) AS chunks, sum(length(content)) AS characters "
                                      "FROM doc_chunks WHERE campaign_id = $1::bigint GROUP BY document "
                                      "ORDER BY document", 1, p, err, sizeof(err));
         if (!r) rc = kf_cli_fail("%s", err);
-        else {
+        else if (kf_cli_json) {
+            kf_cli_print_json(r, stdout);
+            PQclear(r);
+        } else {
             if (PQntuples(r) == 0) printf("no documents yet\n");
             for (int i = 0; i < PQntuples(r); i++)
                 printf("%s  %s chunks, %s characters\n", PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),

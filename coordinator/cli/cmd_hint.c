@@ -67,11 +67,14 @@ int kf_cli_cmd_hint(int argc, char **argv)
         }
     } else {
         const char *p[1] = { cid };
-        PGresult *r = kf_db_exec(db, "SELECT id::text, to_char(created_at, 'YYYY-MM-DD HH24:MI'), text "
+        PGresult *r = kf_db_exec(db, "SELECT id, to_char(created_at, 'YYYY-MM-DD HH24:MI') AS created, text "
                                      "FROM hints WHERE campaign_id = $1::bigint ORDER BY id",
                                  1, p, err, sizeof(err));
         if (!r) rc = kf_cli_fail("%s", err);
-        else {
+        else if (kf_cli_json) {
+            kf_cli_print_json(r, stdout);
+            PQclear(r);
+        } else {
             if (PQntuples(r) == 0) printf("no hints yet\n");
             for (int i = 0; i < PQntuples(r); i++)
                 printf("%s  %s  %s\n", PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2));

@@ -9,18 +9,13 @@
 
 #include "kfarm_cli.h"
 
-/* Confirmed results first (a second evaluation agreed), then pending and
- * unverified ones, disputed last; fastest first within each. */
-#define LB_ORDER                                                                         \
-    "CASE e.confirmation WHEN 'confirmed' THEN 0 WHEN 'pending' THEN 1 WHEN 'disputed' THEN 3" \
-    " ELSE 2 END, e.speedup DESC, k.id"
-
 static void usage(FILE *f)
 {
     fprintf(f, "usage: kfarm leaderboard NAME [--target CLASS] [--limit N] [--db CONNINFO]\n\n"
                "Verdict counts of campaign NAME, then its passing candidates ranked by\n"
-               "speedup over the baseline (per target), results confirmed by a second\n"
-               "evaluation first (CONFIRMED: by which worker), disputed ones last.\n"
+               "speedup over the baseline, per target, with the 95%% noise interval and\n"
+               "CV; candidates whose intervals overlap share a rank (\"=N\": ties).\n"
+               "  --limit applies per target; --json and --wide as everywhere.\n"
                "  --target CLASS   only this routing class\n"
                "  --limit N        rows to show (default 20, 0 = all)\n");
 }
@@ -63,54 +58,83 @@ int kf_cli_cmd_leaderboard(int argc, char **argv)
     r = kf_db_exec(db,
         "SELECT string_agg(verdict || ' ' || n, ', ' ORDER BY n DESC, verdict), sum(n) FROM"
         " (SELECT e.verdict, count(*) n FROM evaluations e JOIN jobs j ON j.id = e.job_id"
-        "  WHERE j.campaign_id = $1::bigint AND j.purpose = 'eval' AND e.is_final"
-        "  AND ($2::text IS NULL OR j.target = $2)"
+        "  WHERE j.campaign_id = $1::bigint AND e.is_final AND ($2::text IS NULL OR j.target = $2)"
         "  AND $3::bigint IS NOT DISTINCT FROM $3::bigint GROUP BY e.verdict) v",
         3, p, err, sizeof(err));
     if (!r) {
         rc = kf_cli_fail("%s", err);
         goto out;
     }
-    printf("campaign %s: %s final verdicts: %s\n\n", name,
+    if (!kf_cli_json) printf("campaign %s: %s final verdicts: %s\n\n", name,
            kf_db_str(r, 0, 1) ? kf_db_str(r, 0, 1) : "0",
            kf_db_str(r, 0, 0) ? kf_db_str(r, 0, 0) : "none yet");
     PQclear(r);
+    /* Per target, fastest first. RANK = 1 + the results on the same target
+     * that are faster beyond the noise (their interval lies wholly above
+     * this one's): results whose intervals overlap share a rank (ties). */
     r = kf_db_exec(db,
-        "SELECT row_number() OVER (ORDER BY " LB_ORDER "), k.id, j.target, e.speedup,"
-        " e.candidate_us, e.baseline_us, k.defines::text, k.proposer, e.worker_id,"
-        " CASE e.confirmation WHEN 'confirmed' THEN 'yes: ' || e.confirmed_by_worker"
-        "   WHEN 'disputed' THEN 'DISPUTED by ' || e.confirmed_by_worker"
-        "   WHEN 'none' THEN '-' ELSE e.confirmation END"
-        " FROM evaluations e JOIN jobs j ON j.id = e.job_id JOIN candidates k ON k.id = e.candidate_id"
-        " WHERE j.campaign_id = $1::bigint AND j.purpose = 'eval' AND e.is_final AND e.verdict = 'ok'"
-        "   AND e.speedup IS NOT NULL AND ($2::text IS NULL OR j.target = $2)"
-        " ORDER BY " LB_ORDER " LIMIT $3::bigint", 3, p, err, sizeof(err));
+        "WITH res AS (SELECT j.target, k.id AS candidate, e.speedup,"
+        "   COALESCE(e.speedup_lo, e.speedup) AS lo, COALESCE(e.speedup_hi, e.speedup) AS hi, e.cv,"
+        "   e.candidate_us, e.baseline_us, k.defines, k.proposer, e.worker_id AS worker,"
+        "   array_position(c.targets, j.target) AS tpos, e.confirmation, e.confirmed_by_worker AS confirmed_by"
+        "  FROM evaluations e JOIN jobs j ON j.id = e.job_id JOIN candidates k ON k.id = e.candidate_id"
+        "  JOIN campaigns c ON c.id = j.campaign_id"
+        "  WHERE j.campaign_id = $1::bigint AND j.purpose = 'eval' AND e.is_final AND e.verdict = 'ok'"
+        "    AND e.speedup > 0 AND ($2::text IS NULL OR j.target = $2)),"
+        " ranked AS (SELECT 1 + (SELECT count(*) FROM res b WHERE b.target = a.target AND b.lo > a.hi"
+        "                          AND b.confirmation <> 'disputed')"
+        "   AS rank, row_number() OVER (PARTITION BY a.target ORDER BY a.speedup DESC, a.candidate) AS n,"
+        "   a.* FROM res a)"
+        " SELECT rank, (count(*) OVER (PARTITION BY target, rank) > 1) AS tie, target, candidate,"
+        "   speedup, lo, hi, cv, candidate_us, baseline_us, defines, proposer, worker, confirmation,"
+        "   confirmed_by"
+        /* disputed results last: a second worker disagreed (coordinator/verify.h) */
+        " FROM ranked WHERE $3::bigint IS NULL OR n <= $3::bigint"
+        " ORDER BY tpos, confirmation = 'disputed', speedup DESC, candidate",
+        3, p, err, sizeof(err));
     if (!r) {
         rc = kf_cli_fail("%s", err);
+        goto out;
+    }
+    if (kf_cli_json) {
+        kf_cli_print_json(r, stdout);
         goto out;
     }
     if (PQntuples(r) == 0) {
         printf("no candidate has passed yet (see kfarm candidates %s)\n", name);
         goto out;
     }
-    static const char *const hdr[] = { "RANK", "CANDIDATE", "TARGET", "SPEEDUP", "CAND_US",
-                                       "BASE_US", "DEFINES", "PROPOSER", "WORKER", "CONFIRMED" };
+    static const char *const hdr[] = { "RANK", "TARGET", "CAND", "SPEEDUP", "95% INTERVAL", "CV",
+                                       "DEFINES", "CAND_US", "BASE_US", "PROPOSER", "WORKER", "CONFIRMED" };
     kf_cli_table t;
-    kf_cli_table_init(&t, 10, hdr);
-    t.right[0] = t.right[1] = t.right[3] = t.right[4] = t.right[5] = 1;
+    int nc = kf_cli_wide ? 12 : 7;
+    kf_cli_table_init(&t, nc, hdr);
+    t.right[0] = t.right[2] = t.right[3] = t.right[5] = t.right[7] = t.right[8] = 1;
     for (int i = 0; i < PQntuples(r); i++) {
-        char defs[1024], sp[32], cu[32], bu[32];
-        snprintf(sp, sizeof(sp), "%.3fx", kf_db_f64(r, i, 3, 0));
-        const char *row[10] = {
-            PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2), sp,
-            kf_cli_num(kf_db_str(r, i, 4), 2, cu, sizeof(cu)),
-            kf_cli_num(kf_db_str(r, i, 5), 2, bu, sizeof(bu)),
-            kf_cli_defines(kf_db_str(r, i, 6), defs, sizeof(defs)), PQgetvalue(r, i, 7),
-            kf_db_str(r, i, 8), kf_db_str(r, i, 9),
+        char rank[24], defs[1024], sp[32], iv[48], cv[24], cu[32], bu[32], cand[40], conf[200];
+        const char *cs = PQgetvalue(r, i, 13), *by = PQgetvalue(r, i, 14);
+        /* "12c": confirmed by a second evaluation; "12!": disputed */
+        snprintf(cand, sizeof(cand), "%s%s", PQgetvalue(r, i, 3),
+                 !strcmp(cs, "confirmed") ? "c" : !strcmp(cs, "disputed") ? "!" : "");
+        snprintf(conf, sizeof(conf), "%s%s%s", cs, *by ? " by " : "", by);
+        snprintf(rank, sizeof(rank), "%s%s", strcmp(PQgetvalue(r, i, 1), "t") ? "" : "=",
+                 PQgetvalue(r, i, 0));
+        snprintf(sp, sizeof(sp), "%.3fx", kf_db_f64(r, i, 4, 0));
+        snprintf(iv, sizeof(iv), "%.2f-%.2fx", kf_db_f64(r, i, 5, 0), kf_db_f64(r, i, 6, 0));
+        const char *row[12] = {
+            rank, PQgetvalue(r, i, 2), cand, sp, iv,
+            kf_cli_num(kf_db_str(r, i, 7), 2, cv, sizeof(cv)),
+            kf_cli_defines(kf_db_str(r, i, 10), defs, sizeof(defs)),
+            kf_cli_num(kf_db_str(r, i, 8), 2, cu, sizeof(cu)),
+            kf_cli_num(kf_db_str(r, i, 9), 2, bu, sizeof(bu)), PQgetvalue(r, i, 11),
+            kf_db_str(r, i, 12), conf,
         };
         kf_cli_table_row(&t, row);
     }
     kf_cli_table_print(&t, stdout, 60);
+    printf("\nRANK: per target; \"=N\" marks ties (95%% intervals overlap: not faster beyond the\n"
+           "noise). CAND \"12c\": confirmed by a second evaluation, \"12!\": disputed (never best).\n"
+           "kfarm best %s names the best ok on every target.\n", name);
 out:
     if (r) PQclear(r);
     kf_db_close(db);

@@ -34,13 +34,19 @@ static int do_list(kf_db *db, const char *cid)
     const char *p[1] = { cid };
     char err[1024];
     PGresult *r = kf_db_exec(db,
-        "SELECT p.id::text, p.kind, COALESCE(p.round::text, '-'), p.parent_id::text, p.model,"
-        " (COALESCE(p.prompt_tokens, 0) + COALESCE(p.completion_tokens, 0))::text,"
-        " length(p.code)::text, to_char(p.answered_at, 'MM-DD HH24:MI:SS'),"
-        " left(regexp_replace(split_part(COALESCE(p.reply, ''), '```', 1), '\\s+', ' ', 'g'), 60)"
+        "SELECT p.id::text AS id, p.kind, COALESCE(p.round::text, '-') AS round,"
+        " p.parent_id::text AS parent, p.model,"
+        " (COALESCE(p.prompt_tokens, 0) + COALESCE(p.completion_tokens, 0))::text AS tokens,"
+        " length(p.code)::text AS code_chars, to_char(p.answered_at, 'MM-DD HH24:MI:SS') AS answered,"
+        " left(regexp_replace(split_part(COALESCE(p.reply, ''), '```', 1), '\\s+', ' ', 'g'), 60) AS idea"
         " FROM proposals p WHERE p.campaign_id = $1::bigint AND p.state = 'review' ORDER BY p.id",
         1, p, err, sizeof(err));
     if (!r) return kf_cli_fail("%s", err);
+    if (kf_cli_json) {
+        kf_cli_print_json(r, stdout);
+        PQclear(r);
+        return 0;
+    }
     if (PQntuples(r) == 0) {
         printf("nothing waiting for review\n");
         PQclear(r);
@@ -68,7 +74,8 @@ static int do_show(kf_db *db, const char *cid, const char *id, int with_prompt)
     PGresult *r = kf_db_exec(db,
         "SELECT state, kind, round, slot, parent_id, model, temperature, prompt_tokens,"
         " completion_tokens, finish_reason, reason, reply, code, system_prompt, prompt,"
-        " candidate_id, reviewer_note FROM proposals WHERE campaign_id = $1::bigint AND id = $2::bigint",
+        " candidate_id, reviewer_note, (SELECT source FROM candidates k WHERE k.id = q.parent_id)"
+        " FROM proposals q WHERE campaign_id = $1::bigint AND id = $2::bigint",
         2, p, err, sizeof(err));
     if (!r) return kf_cli_fail("%s", err);
     if (PQntuples(r) == 0) {
@@ -86,6 +93,14 @@ static int do_show(kf_db *db, const char *cid, const char *id, int with_prompt)
     if (with_prompt) printf("\n----- system -----\n%s\n----- prompt -----\n%s\n", S(13), S(14));
     if (kf_db_str(r, 0, 11)) printf("\n----- reply -----\n%s\n", S(11));
     if (kf_db_str(r, 0, 12)) printf("\n----- code -----\n%s", S(12));
+    if (kf_db_str(r, 0, 12) && kf_db_str(r, 0, 17)) {
+        char from[64], to[64];
+        snprintf(from, sizeof(from), "candidate %s (parent)", S(4));
+        snprintf(to, sizeof(to), "proposal %s", id);
+        printf("\n----- diff to the parent -----\n");
+        fflush(stdout);
+        kf_cli_diff(kf_db_str(r, 0, 17), kf_db_str(r, 0, 12), from, to, stdout);
+    }
 #undef S
     PQclear(r);
     return 0;

@@ -21,6 +21,7 @@
 #include "campaign.h"
 #include "kf_util.h"
 #include "kfarm_cli.h"
+#include "noise.h"
 #include "ship.h"
 
 #ifndef KFARM_COMMIT
@@ -136,9 +137,8 @@ static int verify_class(kf_db *db, const kf_ship_plan *p, const kf_ship_class *c
             if (!m) continue;
             json_t *c = json_object_get(o, "candidate"), *b = json_object_get(o, "baseline");
             v = json_number_value(json_object_get(o, "speedup"));
-            kf_ship_interval(v, json_number_value(json_object_get(c, "cv")), (int)json_integer_value(json_object_get(c, "reps")),
-                             json_number_value(json_object_get(b, "cv")), (int)json_integer_value(json_object_get(b, "reps")),
-                             &lo, &hi);
+            kf_noise_shape(v, json_number_value(json_object_get(b, "cv")), json_number_value(json_object_get(c, "cv")), &lo,
+                           &hi);
             found = 1;
         }
         double need = sh->entry >= 0 ? sh->lo : 0.9;

@@ -24,7 +24,8 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: kfarm worker add NAME [--out FILE] [--rotate] [--db CONNINFO]\n"
                "       kfarm worker revoke NAME\n"
-               "       kfarm worker list\n\n"
+               "       kfarm worker list\n"
+               "       kfarm worker release|quarantine NAME   (see kfarm workers --help)\n\n"
                "add: issue worker NAME its credential (a random secret): printed, or\n"
                "     written to FILE (mode 0600; the file must not exist). Give it to\n"
                "     the worker as `kfarm-worker run --credential FILE`. --rotate issues\n"
@@ -117,7 +118,9 @@ int kf_cli_cmd_worker(int argc, char **argv)
         else return usage(stderr), 2;
     }
     const char *sub = optind < argc ? argv[optind] : NULL;
-    if (!sub) return kf_cli_usage_error("worker", "missing subcommand (add, revoke, list)");
+    if (sub && (!strcmp(sub, "release") || !strcmp(sub, "quarantine")))
+        return kf_cli_cmd_workers(argc, argv); /* cmd_workers.c: the quarantine */
+    if (!sub) return kf_cli_usage_error("worker", "missing subcommand (add, revoke, list, release, quarantine)");
     int list = !strcmp(sub, "list");
     if (strcmp(sub, "add") && strcmp(sub, "revoke") && !list)
         return kf_cli_usage_error("worker", "unknown subcommand '%s'", sub);

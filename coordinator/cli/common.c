@@ -128,9 +128,12 @@ static size_t u8cut(const char *s, size_t maxw)
     return i;
 }
 
+int kf_cli_wide, kf_cli_json;
+
 void kf_cli_table_print(kf_cli_table *t, FILE *f, int maxw)
 {
     size_t w[KF_CLI_TABLE_MAXCOLS] = { 0 };
+    if (kf_cli_wide) maxw = 0;
     for (size_t r = 0; r < t->nrows; r++)
         for (int c = 0; c < t->ncols; c++) {
             const char *v = t->cells[r * (size_t)t->ncols + (size_t)c];
@@ -138,26 +141,70 @@ void kf_cli_table_print(kf_cli_table *t, FILE *f, int maxw)
             if (maxw > 0 && n > (size_t)maxw) n = (size_t)maxw;
             if (n > w[c]) w[c] = n;
         }
+    /* Fit KF_CLI_WIDTH columns: narrow the widest column, one character at
+     * a time, down to 6 (--wide: no limit). */
+    if (!kf_cli_wide) {
+        for (;;) {
+            size_t total = 0;
+            int widest = -1;
+            for (int c = 0; c < t->ncols; c++) {
+                total += w[c] + (c ? 2 : 0);
+                if (w[c] > 6 && (widest < 0 || w[c] > w[widest])) widest = c;
+            }
+            if (total <= KF_CLI_WIDTH || widest < 0) break;
+            w[widest]--;
+        }
+    }
     for (size_t r = 0; r < t->nrows; r++) {
         for (int c = 0; c < t->ncols; c++) {
             const char *v = t->cells[r * (size_t)t->ncols + (size_t)c];
             if (!v) v = "";
             size_t n = u8len(v), bytes = strlen(v);
-            if (maxw > 0 && n > (size_t)maxw) {
-                bytes = u8cut(v, (size_t)maxw - 1);
-                n = (size_t)maxw;
+            if (n > w[c]) {
+                bytes = u8cut(v, w[c] - 1);
+                n = w[c];
             }
             size_t pad = w[c] > n ? w[c] - n : 0;
             int last = c == t->ncols - 1;
             if (t->right[c] && r > 0) fprintf(f, "%*s", (int)pad, "");
             fwrite(v, 1, bytes, f);
-            if (bytes < strlen(v)) fputs("…", f);
+            if (bytes < strlen(v)) fputs("~", f);
             if (!(t->right[c] && r > 0) && !last) fprintf(f, "%*s", (int)pad, "");
             if (!last) fputs("  ", f);
         }
         fputc('\n', f);
     }
     kf_cli_table_free(t);
+}
+
+int kf_cli_print_json(PGresult *r, FILE *f)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < PQntuples(r); i++) {
+        json_t *o = json_object();
+        for (int c = 0; c < PQnfields(r); c++) {
+            json_t *v;
+            if (PQgetisnull(r, i, c)) {
+                v = json_null();
+            } else {
+                const char *s = PQgetvalue(r, i, c);
+                Oid ty = PQftype(r, c);
+                /* int2/4/8, float4/8, numeric: numbers; bool; json/jsonb: nested */
+                if (ty == 20 || ty == 21 || ty == 23) v = json_integer(strtoll(s, NULL, 10));
+                else if (ty == 700 || ty == 701 || ty == 1700) v = json_real(strtod(s, NULL));
+                else if (ty == 16) v = json_boolean(s[0] == 't');
+                else if (ty == 114 || ty == 3802) v = json_loads(s, JSON_DECODE_ANY, NULL);
+                else v = json_string(s);
+                if (!v) v = json_string(s);
+            }
+            json_object_set_new(o, PQfname(r, c), v);
+        }
+        json_array_append_new(a, o);
+    }
+    int rc = json_dumpf(a, f, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    fputc('\n', f);
+    json_decref(a);
+    return rc < 0 ? -1 : 0;
 }
 
 void kf_cli_table_free(kf_cli_table *t)

@@ -71,14 +71,30 @@ typedef struct {
     int right[KF_CLI_TABLE_MAXCOLS]; /* right-align column (numbers) */
 } kf_cli_table;
 
+/* Output modes, set by kfarm.c from --wide / --json anywhere on the
+ * command line: tables at full width, listings as JSON arrays. */
+extern int kf_cli_wide, kf_cli_json;
+#define KF_CLI_WIDTH 80  /* table width without --wide */
+
+/* Print the rows of r as a JSON array of objects keyed by column name
+ * (numbers, booleans and json columns typed; NULL as null). 0 or -1. */
+int kf_cli_print_json(PGresult *r, FILE *f);
+
 /* Start a table with the given header cells (ncols of them). */
 void kf_cli_table_init(kf_cli_table *t, int ncols, const char *const *header);
 /* Add one row of ncols cells (NULL prints as "-"). */
 void kf_cli_table_row(kf_cli_table *t, const char *const *cells);
-/* Print to f and free the table. Cells are cut at maxw characters (0: no cut). */
+/* Print to f and free the table. Cells are cut at maxw characters (0: no
+ * cut) and, unless --wide, the widest columns are narrowed (cut cells end in
+ * "~") until the table fits KF_CLI_WIDTH columns. */
 void kf_cli_table_print(kf_cli_table *t, FILE *f, int maxw);
 /* Free a table without printing it. */
 void kf_cli_table_free(kf_cli_table *t);
+
+/* Print a unified diff (3 lines of context) from old_text to new_text on f,
+ * "(identical)" when they are. Returns 0, or -1 when out of memory. */
+int kf_cli_diff(const char *old_text, const char *new_text, const char *old_name,
+                const char *new_name, FILE *f);
 
 /* Format a jsonb defines object text ({"A": "1", "B": "2"}) as A=1 B=2 into
  * buf; "-" when empty. Returns buf. */

@@ -305,6 +305,22 @@ int main(void)
     CHECK(kf_queue_result(db, &qc, "wR", lr2.job_id, lr2.fencing_token, lr2.lease_token, 16, &ok, NULL, err, sizeof(err)) ==
           KF_Q_OK, "%s", err);
 
+    /* ---- a job every live worker failed with infra_error is not stranded ---- */
+    kf_lease ls1, ls2, ls3;
+    CHECK(kf_queue_lease(db, &qc, "wS1", cls, 1, &ls1, err, sizeof(err)) == KF_Q_OK, "%s", err);
+    CHECK(kf_queue_result(db, &qc, "wS1", ls1.job_id, ls1.fencing_token, ls1.lease_token, 16, &infra, NULL, err,
+                          sizeof(err)) == KF_Q_OK, "%s", err);
+    exec_ok(db, "UPDATE workers SET last_seen = now() - interval '1 hour' WHERE id NOT IN ('wS1', 'wS2')");
+    CHECK(kf_queue_lease(db, &qc, "wS2", cls, 1, &ls2, err, sizeof(err)) == KF_Q_OK &&
+          ls2.job_id == ls1.job_id, "another worker takes the failed job: %s", err);
+    CHECK(kf_queue_result(db, &qc, "wS2", ls2.job_id, ls2.fencing_token, ls2.lease_token, 16, &infra, NULL, err,
+                          sizeof(err)) == KF_Q_OK, "%s", err);
+    CHECK(kf_queue_lease(db, &qc, "wS1", cls, 1, &ls3, err, sizeof(err)) == KF_Q_OK &&
+          ls3.job_id == ls1.job_id, "when every live worker has failed a job, it is retried "
+          "(not stranded): got job %lld, want %lld", (long long)ls3.job_id, (long long)ls1.job_id);
+    CHECK(kf_queue_result(db, &qc, "wS1", ls3.job_id, ls3.fencing_token, ls3.lease_token, 16, &ok, NULL, err, sizeof(err)) ==
+          KF_Q_OK, "%s", err);
+
     /* ---- hostile results ---- */
     kf_lease lh;
     CHECK(kf_queue_lease(db, &qc, "wH", cls, 1, &lh, err, sizeof(err)) == KF_Q_OK, "%s", err);
@@ -343,6 +359,31 @@ int main(void)
                  "evaluations e WHERE e.job_id = j.id AND e.is_final) <> 1") == 0,
           "one final evaluation per job");
     CHECK(kf_campaign_start(db, "q1", err, sizeof(err)) < 0, "a done campaign cannot restart");
+
+    /* ---- fair share: leases in proportion to campaigns.share ---- */
+    int64_t sa = 0, sb = 0;
+    spec.max_candidates = 0;
+    spec.name = "share-1";
+    spec.share = 1;
+    CHECK(kf_campaign_create(db, &spec, &sa, err, sizeof(err)) == 0, "%s", err);
+    spec.name = "share-3";
+    spec.share = 3;
+    CHECK(kf_campaign_create(db, &spec, &sb, err, sizeof(err)) == 0, "%s", err);
+    CHECK(kf_campaign_start(db, "share-1", err, sizeof(err)) == 0 &&
+          kf_campaign_start(db, "share-3", err, sizeof(err)) == 0, "%s", err);
+    CHECK(kf_campaign_step(db, sa, &done, err, sizeof(err)) == 0 &&
+          kf_campaign_step(db, sb, &done, err, sizeof(err)) == 0, "%s", err);
+    char seq[16] = "";
+    for (int i = 0; i < 8; i++) {
+        kf_lease l;
+        CHECK(kf_queue_lease(db, &qc, "wF", cls, 1, &l, err, sizeof(err)) == KF_Q_OK, "%s", err);
+        seq[i] = l.campaign_id == sa ? 'A' : l.campaign_id == sb ? 'B' : '?';
+    }
+    /* fewest leased per share first, ties to the older campaign:
+     * A(0) B(0) -> A; A 1, B 0 -> B; B 1/3, 2/3 -> B, B; A 1 = B 1 -> A; ... */
+    CHECK(!strcmp(seq, "ABBBABBB"), "leases by share 1:3 went %s", seq);
+    CHECK(kf_campaign_pause(db, "share-1", err, sizeof(err)) == 0 &&
+          kf_campaign_pause(db, "share-3", err, sizeof(err)) == 0, "%s", err);
 
     /* ---- the database enforces one final evaluation per job ---- */
     snprintf(sql, sizeof(sql), "INSERT INTO evaluations (job_id, candidate_id, attempt, verdict, "

@@ -22,8 +22,12 @@ check "nothing of the model's is evaluated before approval" eq \
   "$(sql "SELECT count(*) FROM candidates k JOIN campaigns c ON c.id = k.campaign_id WHERE c.name='rv' AND k.proposer <> 'seed'") $(sql "SELECT count(*) FROM jobs WHERE purpose = 'eval'")" "0 1"
 pid=$(sql "SELECT p.id $R AND p.round = 1")
 check "review list shows the proposal" grep -qE "^ *$pid +llm" <<<"$(kf review list rv)"
-check "review show prints the code" grep -q "int kf_entry" <<<"$(kf review show rv "$pid")"
+show=$(kf review show rv "$pid")
+check "review show prints the code" grep -q "int kf_entry" <<<"$show"
+check "review show prints a diff to the parent" bash -c \
+  "grep -q '^--- candidate [0-9]* (parent)' <<<\"\$0\" && grep -q '^+++ proposal $pid' <<<\"\$0\" && grep -q '^@@ -[0-9]*,[0-9]* +[0-9]*,[0-9]* @@' <<<\"\$0\"" "$show"
 check "the campaign is not done while a proposal waits" eq "$(sql "SELECT state FROM campaigns WHERE name='rv'")" running
+check "status says a proposal waits for review" grep -q "blocked: *\[review\] 1 proposal waits for a person's review (kfarm review list rv)" <<<"$(kf campaign status rv)"
 
 seed=$(sql "SELECT k.id FROM candidates k JOIN campaigns c ON c.id = k.campaign_id WHERE c.name='rv' AND k.proposer='seed'")
 out=$(kf candidate submit rv "$KFARM_SRC/tests/llm/kernels/softmax_good2.c" --parent "$seed")

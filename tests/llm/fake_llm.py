@@ -21,7 +21,9 @@ hold up the others), Python 3 standard library only. POST /v1/chat/completions
             "usage": {"prompt_tokens": 10, "completion_tokens": 20},  # default: counted
             "delay_s": 0,                 # sleep before answering
             "headers": {"Retry-After": "1"},
-            "body": "raw body"}           # send this body verbatim (error pages)
+            "body": "raw body",           # send this body verbatim (error pages)
+            "think_file": "draft.c"}      # with code_file: a <think> block holding this
+                                          #   file as a fenced draft comes first
 
 Every request is appended to --log as one JSON line: time, model, step index,
 status sent, whether an Authorization header came and matched, the messages.
@@ -126,6 +128,10 @@ def main():
                     content = "%s\n\n```c\n%s" % (text, code[: int(step["cut"])])
                 else:
                     content = "%s\n\n```c\n%s```\n" % (text, code if code.endswith("\n") else code + "\n")
+                if "think_file" in step:
+                    with open(os.path.join(base, step["think_file"])) as f:
+                        draft = f.read()
+                    content = "<think>\nLet me draft it first.\n```c\n%s```\nNo, that is wrong.\n</think>\n%s" % (draft, content)
             else:
                 content = step.get("content", "")
             prompt_chars = sum(len(m.get("content", "")) for m in req.get("messages", []))

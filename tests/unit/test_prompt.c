@@ -14,6 +14,7 @@
 
 #include "kf_test.h"
 #include "prompt.h"
+#include "llm.h"
 
 static const char *K1 = "#include \"kf_abi.h\"\nint kf_entry(const kf_call *c) { return 0; }\n";
 
@@ -32,6 +33,27 @@ int main(void)
     code = kf_prompt_extract_code(buf, "stop", reason, sizeof(reason));
     CHECK(&st, code && !strcmp(code, K1), "longest C/CUDA block wins: %s", code ? code : reason);
     free(code);
+
+    /* a reasoning model's longer draft inside <think> is never the kernel */
+    snprintf(buf, sizeof(buf), "<think>\nA first draft:\n```c\n/* draft draft draft draft draft */\n%s```\n"
+             "Hmm, better:\n</think>\nFinal:\n```c\n%s```\n", K1, "int kf_entry(void) { return 0; }\n");
+    code = kf_prompt_extract_code(buf, "stop", reason, sizeof(reason));
+    CHECK(&st, code && !strcmp(code, "int kf_entry(void) { return 0; }\n"), "think block skipped: %s",
+          code ? code : reason);
+    free(code);
+    snprintf(buf, sizeof(buf), "<THINK>only a draft\n```c\n%s```\n", K1);
+    code = kf_prompt_extract_code(buf, "length", reason, sizeof(reason));
+    CHECK(&st, !code, "an unclosed think block holds no kernel");
+    free(code);
+    snprintf(buf, sizeof(buf), "draft ```c\n%s```\n</think>\n```c\nint kf_entry(void);\n```\n", K1);
+    code = kf_prompt_extract_code(buf, "stop", reason, sizeof(reason));
+    CHECK(&st, code && !strcmp(code, "int kf_entry(void);\n"), "text before a lone </think> is reasoning: %s",
+          code ? code : reason);
+    free(code);
+    CHECK(&st, kf_llm_context_error(400, "This model's maximum context length is 8192 tokens"), "context 400");
+    CHECK(&st, !kf_llm_context_error(400, "invalid model"), "other 400");
+    CHECK(&st, !kf_llm_key_env_allowed("KFARM_FLEET_KEY") && !kf_llm_key_env_allowed("PGPASSWORD") &&
+          kf_llm_key_env_allowed("OPENAI_API_KEY"), "coordinator secrets are not key variables");
 
     code = kf_prompt_extract_code("Use AVX-512 and unroll by 4.", "stop", reason, sizeof(reason));
     CHECK(&st, !code && !strcmp(reason, "no code block in the reply"), "no code: %s", reason);

@@ -1,8 +1,8 @@
-/* ship_scale_f32 baseline: four passes (a slow library). Its helper and
+/* ship_scale_f32 baseline: twelve passes (a slow library). Its helper and
  * global share their names with the seed's on purpose: kfarm ship must keep
  * them apart when both land in one file. */
 #include "kf_abi.h"
-int ship_passes = 4;
+int ship_passes = 12;
 static float ship_scale(float v) { return 3.0f * v + 1.0f; }
 int kf_entry(const kf_call *c)
 {

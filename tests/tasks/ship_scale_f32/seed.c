@@ -1,12 +1,12 @@
-/* ship_scale_f32 seed: one pass from N = 262144 up, twelve below (a setup
- * cost), so it beats the baseline's four passes only at the large shape. */
+/* ship_scale_f32 seed: one pass from N = 262144 up, forty below (a setup
+ * cost), so it beats the baseline's twelve passes only at the large shape. */
 // kfarm:tune UNROLL=1,4
 #include "kf_abi.h"
 #ifndef UNROLL
 #define UNROLL 1
 #endif
 #define SHIP_SMALL 262144
-int ship_passes = 12;
+int ship_passes = 40;
 static float ship_scale(float v) { return 3.0f * v + 1.0f; }
 int kf_entry(const kf_call *c)
 {

@@ -1,0 +1,201 @@
+/*
+ * bests.c -- per-target and campaign-wide bests with ties. See bests.h.
+ */
+#include "bests.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "noise.h"
+
+static json_t *num_or_null(PGresult *r, int i, int c)
+{
+    return PQgetisnull(r, i, c) ? json_null() : json_real(kf_db_f64(r, i, c, 0));
+}
+
+/* One result row R from columns off.. (candidate, speedup, lo, hi, cv,
+ * candidate_us, baseline_us, worker, defines, confirmation, confirmed by). */
+static json_t *row_json(PGresult *r, int i, int off)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "candidate", json_integer(kf_db_i64(r, i, off, 0)));
+    json_object_set_new(o, "speedup", num_or_null(r, i, off + 1));
+    json_object_set_new(o, "lo", num_or_null(r, i, off + 2));
+    json_object_set_new(o, "hi", num_or_null(r, i, off + 3));
+    json_object_set_new(o, "cv", num_or_null(r, i, off + 4));
+    json_object_set_new(o, "candidate_us", num_or_null(r, i, off + 5));
+    json_object_set_new(o, "baseline_us", num_or_null(r, i, off + 6));
+    json_object_set_new(o, "worker", kf_db_str(r, i, off + 7) ? json_string(kf_db_str(r, i, off + 7))
+                                                               : json_null());
+    json_t *d = json_loads(PQgetvalue(r, i, off + 8), 0, NULL);
+    json_object_set_new(o, "defines", d ? d : json_object());
+    /* fleet trust (coordinator/verify.h): confirmed by a second evaluation? */
+    json_object_set_new(o, "confirmation", json_string(PQgetvalue(r, i, off + 9)));
+    json_object_set_new(o, "confirmed_by", kf_db_str(r, i, off + 10) ? json_string(kf_db_str(r, i, off + 10))
+                                                                       : json_null());
+    return o;
+}
+
+static double jd(json_t *o, const char *k)
+{
+    return json_number_value(json_object_get(o, k));
+}
+
+json_t *kf_bests(kf_db *db, int64_t campaign_id, char *err, size_t errlen)
+{
+    char cid[24];
+    snprintf(cid, sizeof(cid), "%lld", (long long)campaign_id);
+    const char *p[1] = { cid };
+    /* every final ok result, per target fastest first; intervals default to
+     * the point (results stored before noise was recorded) */
+    PGresult *r = kf_db_exec(db,
+        "SELECT t, k.id, e.speedup, COALESCE(e.speedup_lo, e.speedup), COALESCE(e.speedup_hi, e.speedup),"
+        "  e.cv, e.candidate_us, e.baseline_us, e.worker_id, k.defines::text,"
+        "  COALESCE(e.confirmation, 'none'), e.confirmed_by_worker "
+        "FROM campaigns c CROSS JOIN unnest(c.targets) t"
+        " LEFT JOIN jobs j ON j.campaign_id = c.id AND j.target = t AND j.purpose = 'eval'"
+        " LEFT JOIN evaluations e ON e.job_id = j.id AND e.is_final AND e.verdict = 'ok'"
+        "   AND e.speedup > 0 AND e.confirmation <> 'disputed'" /* a disputed result is never named */
+        " LEFT JOIN candidates k ON k.id = e.candidate_id "
+        "WHERE c.id = $1::bigint "
+        /* confirmed results rank first (fleet trust), then the fastest */
+        "ORDER BY array_position(c.targets, t), e.confirmation = 'confirmed' DESC NULLS LAST,"
+        "  e.speedup DESC NULLS LAST, k.id", 1, p, err, errlen);
+    if (!r) return NULL;
+    json_t *out = json_object(), *targets = json_array(), *cur = NULL;
+    const char *last = NULL;
+    for (int i = 0; i < PQntuples(r); i++) {
+        const char *t = PQgetvalue(r, i, 0);
+        if (!last || strcmp(last, t)) {
+            cur = json_object();
+            json_object_set_new(cur, "target", json_string(t));
+            json_object_set_new(cur, "best", json_null());
+            json_object_set_new(cur, "ties", json_array());
+            json_array_append_new(targets, cur);
+            last = t;
+        }
+        if (PQgetisnull(r, i, 1)) continue;
+        json_t *row = row_json(r, i, 1);
+        json_t *best = json_object_get(cur, "best");
+        if (json_is_null(best)) {
+            json_object_set_new(cur, "best", row);
+        } else {
+            if (kf_noise_tie(jd(row, "lo"), jd(row, "hi"), jd(best, "lo"), jd(best, "hi")))
+                json_array_append(json_object_get(cur, "ties"), row);
+            json_decref(row);
+        }
+    }
+    PQclear(r);
+    json_object_set_new(out, "targets", targets);
+
+    /* overall: ok on every target, geometric mean of the speedups */
+    r = kf_db_exec(db,
+        "SELECT k.id, exp(avg(ln(e.speedup))), exp(avg(ln(COALESCE(e.speedup_lo, e.speedup)))),"
+        "  exp(avg(ln(COALESCE(e.speedup_hi, e.speedup)))), max(e.cv), k.defines::text,"
+        "  bool_and(e.confirmation = 'confirmed') "
+        "FROM candidates k JOIN jobs j ON j.candidate_id = k.id AND j.purpose = 'eval'"
+        " JOIN evaluations e ON e.job_id = j.id AND e.is_final "
+        "WHERE k.campaign_id = $1::bigint GROUP BY k.id "
+        "HAVING bool_and(e.verdict = 'ok' AND e.speedup > 0 AND e.confirmation <> 'disputed')"
+        "  AND count(*) = (SELECT cardinality(targets) FROM campaigns WHERE id = $1::bigint) "
+        "ORDER BY 7 DESC, 2 DESC, 1", 1, p, err, errlen);
+    if (!r) {
+        json_decref(out);
+        return NULL;
+    }
+    json_t *overall = json_null();
+    if (PQntuples(r) > 0) {
+        overall = json_object();
+        int64_t id = kf_db_i64(r, 0, 0, 0);
+        double lo = kf_db_f64(r, 0, 2, 0), hi = kf_db_f64(r, 0, 3, 0);
+        json_object_set_new(overall, "candidate", json_integer(id));
+        json_object_set_new(overall, "speedup", json_real(kf_db_f64(r, 0, 1, 0)));
+        json_object_set_new(overall, "lo", json_real(lo));
+        json_object_set_new(overall, "hi", json_real(hi));
+        json_object_set_new(overall, "cv", num_or_null(r, 0, 4));
+        json_t *d = json_loads(PQgetvalue(r, 0, 5), 0, NULL);
+        json_object_set_new(overall, "defines", d ? d : json_object());
+        json_object_set_new(overall, "confirmed", json_boolean(*PQgetvalue(r, 0, 6) == 't'));
+        json_t *ties = json_array();
+        for (int i = 1; i < PQntuples(r); i++)
+            if (kf_noise_tie(kf_db_f64(r, i, 2, 0), kf_db_f64(r, i, 3, 0), lo, hi))
+                json_array_append_new(ties, json_integer(kf_db_i64(r, i, 0, 0)));
+        json_object_set_new(overall, "ties", ties);
+    }
+    PQclear(r);
+
+    /* the winner's result on each target, and the per-target bests that are
+     * not ok everywhere (where not, and their verdict there) */
+    json_t *notev = json_array(), *per = json_array();
+    size_t ti;
+    json_t *tv;
+    json_array_foreach(targets, ti, tv) {
+        json_t *best = json_object_get(tv, "best");
+        if (json_is_null(best)) continue;
+        int64_t bid = json_integer_value(json_object_get(best, "candidate"));
+        char bs[24];
+        snprintf(bs, sizeof(bs), "%lld", (long long)bid);
+        const char *pb[2] = { cid, bs };
+        r = kf_db_exec(db,
+            "SELECT t, COALESCE(e.verdict, 'none yet') FROM campaigns c CROSS JOIN unnest(c.targets) t"
+            " LEFT JOIN jobs j ON j.candidate_id = $2::bigint AND j.target = t AND j.purpose = 'eval'"
+            " LEFT JOIN evaluations e ON e.job_id = j.id AND e.is_final "
+            "WHERE c.id = $1::bigint AND (e.verdict IS DISTINCT FROM 'ok') ORDER BY t", 2, pb, err, errlen);
+        if (!r) {
+            json_decref(out);
+            json_decref(overall);
+            json_decref(notev);
+            json_decref(per);
+            return NULL;
+        }
+        if (PQntuples(r) > 0) {
+            json_t *o = json_object(), *no = json_array();
+            json_object_set_new(o, "candidate", json_integer(bid));
+            json_object_set_new(o, "fast_on", json_string(json_string_value(json_object_get(tv, "target"))));
+            json_object_set_new(o, "speedup", json_real(jd(best, "speedup")));
+            for (int i = 0; i < PQntuples(r); i++) {
+                json_t *x = json_object();
+                json_object_set_new(x, "target", json_string(PQgetvalue(r, i, 0)));
+                json_object_set_new(x, "verdict", json_string(PQgetvalue(r, i, 1)));
+                json_array_append_new(no, x);
+            }
+            json_object_set_new(o, "not_ok", no);
+            json_array_append_new(notev, o);
+        }
+        PQclear(r);
+    }
+    if (!json_is_null(overall)) {
+        char os[24];
+        snprintf(os, sizeof(os), "%lld", (long long)json_integer_value(json_object_get(overall, "candidate")));
+        const char *po[2] = { cid, os };
+        r = kf_db_exec(db,
+            "SELECT j.target, k.id, e.speedup, COALESCE(e.speedup_lo, e.speedup),"
+            "  COALESCE(e.speedup_hi, e.speedup), e.cv, e.candidate_us, e.baseline_us, e.worker_id,"
+            "  k.defines::text, e.confirmation, e.confirmed_by_worker"
+            " FROM campaigns c CROSS JOIN unnest(c.targets) WITH ORDINALITY t(tn, o)"
+            " JOIN jobs j ON j.campaign_id = c.id AND j.target = t.tn AND j.candidate_id = $2::bigint"
+            "   AND j.purpose = 'eval'"
+            " JOIN candidates k ON k.id = j.candidate_id"
+            " JOIN evaluations e ON e.job_id = j.id AND e.is_final "
+            "WHERE c.id = $1::bigint ORDER BY t.o", 2, po, err, errlen);
+        if (!r) {
+            json_decref(out);
+            json_decref(overall);
+            json_decref(notev);
+            json_decref(per);
+            return NULL;
+        }
+        for (int i = 0; i < PQntuples(r); i++) {
+            json_t *row = row_json(r, i, 1);
+            json_object_set_new(row, "target", json_string(PQgetvalue(r, i, 0)));
+            json_array_append_new(per, row);
+        }
+        PQclear(r);
+        json_object_set(overall, "per_target", per);
+    }
+    json_decref(per);
+    json_object_set_new(out, "overall", overall);
+    json_object_set_new(out, "not_everywhere", notev);
+    return out;
+}

@@ -1,0 +1,41 @@
+/*
+ * noise.h -- timing noise of a result: CV and speedup interval (prefix kf_noise_).
+ *
+ * Design. The worker times baseline and candidate interleaved and reports,
+ * per benchmark shape, the coefficient of variation (CV) of each side's
+ * per-call times and the number of timed calls (metrics.timing.shapes[]).
+ * On a shared machine the noise is bursty (another process takes the core
+ * for a while), so the median of one run moves between runs by about as
+ * much as single calls spread -- far more than the i.i.d. standard error
+ * cv/sqrt(n) would promise (issue 10: identical tune variants measured
+ * 1.25x..1.80x at CV 0.25..0.43). The interval is therefore deliberately
+ * conservative: per shape the log-speedup spreads with
+ *     s_i = sqrt(cv_b^2 + cv_c^2)          (log-normal approximation)
+ * shapes are treated as fully correlated (same machine state), so the
+ * weighted geometric-mean speedup S spreads with s = sum(w_i s_i) / sum(w_i),
+ * and the 95% interval is [S e^(-1.96 s), S e^(1.96 s)]. The CV shown for a
+ * result is sum(w_i max(cv_b, cv_c)) / sum(w_i).
+ *
+ * Two results whose intervals overlap are a tie: neither is faster beyond
+ * the noise.
+ */
+#ifndef KF_NOISE_H
+#define KF_NOISE_H
+
+#define KF_NOISE_Z 1.96 /* two-sided 95% */
+
+/* From a result's metrics JSON text and its speedup: *cv, *lo, *hi.
+ * Returns 0, or -1 when the metrics hold no timing shapes with CVs (then
+ * the outputs are untouched). */
+int kf_noise_of_metrics(const char *metrics_json, double speedup, double *cv, double *lo,
+                        double *hi);
+
+/* The interval of one benchmark shape's speedup s from its two sides' CVs
+ * (the per-shape term of the model above): [s e^(-z q), s e^(z q)] with
+ * q = sqrt(cv_b^2 + cv_c^2). A negative or non-finite CV counts as 0. */
+void kf_noise_shape(double s, double cv_b, double cv_c, double *lo, double *hi);
+
+/* Whether the intervals [lo1, hi1] and [lo2, hi2] overlap (a tie). */
+int kf_noise_tie(double lo1, double hi1, double lo2, double hi2);
+
+#endif
