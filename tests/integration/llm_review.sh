@@ -56,7 +56,7 @@ check "rejected proposal never became a candidate" eq \
   "0 rejected: rejected by reviewer: two hard-coded threads"
 check "campaign done after its rounds" eq "$(sql "SELECT state FROM campaigns WHERE name='rv'")" done
 check "the person's and the approved candidates were evaluated" eq \
-  "$(sql "SELECT string_agg(k.proposer || '=' || e.verdict, ',' ORDER BY k.id) FROM candidates k JOIN evaluations e ON e.candidate_id = k.id AND e.is_final JOIN campaigns c ON c.id = k.campaign_id WHERE c.name='rv' AND k.proposer <> 'seed'")" \
+  "$(sql "SELECT string_agg(k.proposer || '=' || e.verdict, ',' ORDER BY k.id) FROM candidates k JOIN evaluations e ON e.candidate_id = k.id AND e.is_final AND e.job_id IN (SELECT id FROM jobs WHERE purpose = 'eval') JOIN campaigns c ON c.id = k.campaign_id WHERE c.name='rv' AND k.proposer <> 'seed'")" \
   "human=ok,human=ok,llm=ok,llm=ok"
 check "the reviewer's note is recorded" eq "$(sql "SELECT reviewer_note FROM proposals WHERE id = $pid")" "looks sound"
 finish
