@@ -1,17 +1,33 @@
 /*
  * export.c -- writes the static dashboard. See export.h.
  *
- * data.js layout (window.KFARM_DATA):
- *   generated_at, campaigns[], workers[]
- *   campaign: id, name, task, task_definition, strategy, state, targets,
- *     max_candidates, strategy_state, created_at/started_at/finished_at,
- *     jobs {state: n}, verdicts {verdict: n} (final), attempts {verdict: n}
- *     (every evaluation), best [{target, candidate_id, speedup, ...}],
- *     timeline [{t, target, speedup, candidate_id}] (ok results in time order),
- *     candidates [{id, parent_id, proposer, defines, sha256, created_at,
- *       results [{target, state, attempts, verdict, detail, speedup,
- *       candidate_us, baseline_us, worker, metrics, compile_log, history}]}],
- *     sources {sha256: source}
+ * Files (each a script calling kfarmData(KEY, JSON.parse('...')), see export.h):
+ *
+ *   data/index.js            generated_at, campaigns[] (summaries only: the
+ *                            list stays small whatever the campaign sizes),
+ *                            workers[] with per-worker throughput and
+ *                            failure counts
+ *   data/c<ID>.js            one campaign: counts, best per target, and its
+ *                            tables (cands, res, evs, props) as one array
+ *                            per column
+ *   data/c<ID>/b<KID/32>.js  32 candidates by id, each with its source,
+ *                            parent's sha256, results with metrics, compile
+ *                            logs, every attempt, and its model proposal's
+ *                            prompt and reply
+ *
+ * The JSON is built by PostgreSQL (json_build_object/json_build_array), so
+ * it is always valid with correct escaping; all queries run in one
+ * REPEATABLE READ transaction, so the index, campaign and candidate files of
+ * one export agree. Candidate rows are read through a cursor (bounded memory
+ * for any campaign size). Columns another part of the system may add
+ * (a result's confirmation state, a worker's quarantine reason) are read
+ * through to_jsonb(row)->'name', which is NULL when the column is absent:
+ * the export works on either schema.
+ *
+ * Incremental mode (the coordinator's periodic export): a campaign or
+ * candidate file is rewritten only when something in it changed since the
+ * previous export began (a candidate, job lease, evaluation or proposal
+ * newer than that instant), or when the file is missing.
  */
 #include "export.h"
 
@@ -20,20 +36,41 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "kf_util.h"
 #include "log.h"
 
+/* Candidates per candidate file (data/c<ID>/b<KID / KF_EXPORT_BUCKET>.js). */
+#define KF_EXPORT_BUCKET 32
+
+#define EPOCH(x) "round(extract(epoch FROM " x ")::numeric, 3)"
+#define R4(x) "round((" x ")::numeric, 4)"
+
+/* Verdict and job state names, in the order the campaign file numbers
+ * them (a verdict missing here is written as its name). */
+#define VERDICTS "'ok','compile_error','load_error','runtime_error','timeout','incorrect'," \
+                 "'rejected_cheat','unsupported','infra_error'"
+#define STATES "'queued','leased','done'"
+#define CODE(list, x) "COALESCE(to_json(array_position(ARRAY[" list "], " x ") - 1), to_json(" x "))"
+
+/* $1 campaign id. Times are seconds after t0 (the campaign's creation) to
+ * keep 200,000 rows small; strings that repeat (targets, verdicts, states,
+ * details) are numbers into the lists named in the file. %s: the result's
+ * confirmation state column (see conf_column()), or NULL. */
 static const char CAMPAIGN_SQL[] =
-    "WITH c AS (SELECT * FROM campaigns WHERE id = $1::bigint),"
+    "WITH c AS (SELECT *, extract(epoch FROM created_at) t0 FROM campaigns WHERE id = $1::bigint),"
     " fin AS (SELECT e.*, j.target FROM evaluations e JOIN jobs j ON j.id = e.job_id"
-    "         WHERE j.campaign_id = $1::bigint AND e.is_final) "
+    "         WHERE j.campaign_id = $1::bigint AND e.is_final),"
+    " dd AS (SELECT d, row_number() OVER (ORDER BY d) - 1 i FROM (SELECT DISTINCT left(detail, 120) d"
+    "         FROM fin WHERE detail IS NOT NULL) x) "
     "SELECT json_build_object("
     " 'id', c.id, 'name', c.name, 'task', t.name, 'task_definition', t.spec->>'definition',"
     " 'strategy', c.strategy, 'state', c.state, 'targets', c.targets,"
-    " 'max_candidates', c.max_candidates, 'strategy_state', c.strategy_state,"
+    " 'max_candidates', c.max_candidates, 'strategy_state', c.strategy_state, 'config', c.config,"
     " 'created_at', c.created_at, 'started_at', c.started_at, 'finished_at', c.finished_at,"
+    " 'generated_at', now(), 't0', c.t0,"
     " 'jobs', (SELECT json_object_agg(state, n) FROM (SELECT state, count(*) n FROM jobs"
     "          WHERE campaign_id = c.id GROUP BY state) s),"
     " 'verdicts', (SELECT json_object_agg(verdict, n) FROM (SELECT verdict, count(*) n FROM fin"
@@ -45,90 +82,167 @@ static const char CAMPAIGN_SQL[] =
     "          candidate_id, speedup, candidate_us, baseline_us, worker_id FROM fin"
     "          WHERE verdict = 'ok' AND speedup IS NOT NULL"
     "          ORDER BY target, speedup DESC, candidate_id) b),"
-    " 'timeline', (SELECT json_agg(json_build_object('t', created_at, 'target', target,"
-    "          'speedup', speedup, 'candidate_id', candidate_id) ORDER BY created_at, id)"
-    "          FROM fin WHERE verdict = 'ok' AND speedup IS NOT NULL),"
-    " 'candidates', (SELECT json_agg(json_build_object('id', k.id, 'parent_id', k.parent_id,"
-    "          'proposer', k.proposer, 'defines', k.defines, 'sha256', k.sha256,"
-    "          'created_at', k.created_at, 'note', k.note, 'proposal_id', k.proposal_id,"
-    "          'results', (SELECT json_agg(json_build_object('target', j.target,"
-    "             'state', j.state, 'attempts', j.attempts, 'verdict', f.verdict,"
-    "             'detail', f.detail, 'speedup', f.speedup, 'candidate_us', f.candidate_us,"
-    "             'baseline_us', f.baseline_us, 'worker', f.worker_id, 'metrics', f.metrics,"
-    "             'compile_log', left(f.compile_log, 8000),"
-    "             'history', (SELECT json_agg(json_build_object('attempt', e.attempt,"
-    "                'worker', e.worker_id, 'verdict', e.verdict, 'detail', e.detail,"
-    "                't', e.created_at) ORDER BY e.id)"
-    "                FROM evaluations e WHERE e.job_id = j.id AND NOT e.is_final))"
-    "             ORDER BY j.target)"
-    "             FROM jobs j LEFT JOIN fin f ON f.job_id = j.id WHERE j.candidate_id = k.id))"
-    "          ORDER BY k.id) FROM candidates k WHERE k.campaign_id = c.id),"
-    " 'sources', (SELECT json_object_agg(sha256, source) FROM (SELECT DISTINCT ON (sha256)"
-    "          sha256, source FROM candidates WHERE campaign_id = c.id) s),"
-    /* Model proposals: why the model did what it did, and the ones that
-     * produced no candidate (no code, cut off, endpoint errors). Prompts and
-     * replies are cut at 20000 characters; `kfarm review show --prompt` has
-     * them whole. */
-    " 'proposals', (SELECT json_agg(json_build_object('id', p.id, 'kind', p.kind,"
-    "          'round', p.round, 'slot', p.slot, 'lineage', p.lineage, 'parent_id', p.parent_id,"
-    "          'state', p.state, 'model', p.model, 'temperature', p.temperature,"
-    "          'finish_reason', p.finish_reason, 'reason', p.reason,"
-    "          'prompt_tokens', p.prompt_tokens, 'completion_tokens', p.completion_tokens,"
-    "          'attempts', p.attempts, 'latency_s', p.latency_s, 'candidate_id', p.candidate_id,"
-    "          'reviewer_note', p.reviewer_note, 'created_at', p.created_at,"
-    "          'prompt', left(p.prompt, 20000), 'reply', left(p.reply, 20000)) ORDER BY p.id)"
-    "          FROM proposals p WHERE p.campaign_id = c.id)"
+    " 'verdict_names', json_build_array(" VERDICTS "), 'state_names', json_build_array(" STATES "),"
+    " 'details', (SELECT COALESCE(json_agg(d ORDER BY i), '[]') FROM dd),"
+    /* tables as columns (one array per column, rows in order): parsing
+     * 16 arrays is far cheaper for a browser than 200,000 small ones */
+    " 'cands', (SELECT json_build_object('id', COALESCE(json_agg(id), '[]'), 'parent', json_agg(parent_id),"
+    "          'proposer', json_agg(proposer), 'defines', json_agg(defines), 't', json_agg(t),"
+    "          'round', json_agg(round), 'proposal', json_agg(proposal_id)) FROM (SELECT k.id, k.parent_id,"
+    "          k.proposer, k.defines, round((extract(epoch FROM k.created_at) - c.t0)::numeric, 1) t,"
+    "          p.round, k.proposal_id FROM candidates k LEFT JOIN proposals p ON p.id = k.proposal_id"
+    "          WHERE k.campaign_id = c.id ORDER BY k.id) x),"
+    " 'res', (SELECT json_build_object('k', COALESCE(json_agg(k), '[]'), 'target', json_agg(target),"
+    "          'state', json_agg(state), 'verdict', json_agg(verdict), 'speedup', json_agg(speedup),"
+    "          'cand_us', json_agg(cand_us), 'base_us', json_agg(base_us), 'cv', json_agg(cv),"
+    "          'lo', json_agg(lo), 'hi', json_agg(hi), 'noisy', json_agg(noisy), 'tries', json_agg(tries),"
+    "          'worker', json_agg(worker), 't', json_agg(t), 'detail', json_agg(detail), 'conf', json_agg(conf))"
+    "          FROM (SELECT j.candidate_id k, array_position(c.targets, j.target) - 1 target,"
+    "          " CODE(STATES, "j.state") " state, " CODE(VERDICTS, "f.verdict") " verdict,"
+    "          " R4("f.speedup") " speedup, " R4("f.candidate_us") " cand_us, " R4("f.baseline_us") " base_us,"
+    "          sh.cv, sh.lo, sh.hi, CASE WHEN f.metrics->'timing'->'flags' ? 'noisy' THEN 1 ELSE 0 END noisy,"
+    "          j.attempts tries, f.worker_id worker,"
+    "          round((extract(epoch FROM COALESCE(f.created_at, j.created_at)) - c.t0)::numeric, 1) t,"
+    "          dd.i detail, %s conf"
+    "          FROM jobs j LEFT JOIN fin f ON f.job_id = j.id LEFT JOIN dd ON dd.d = left(f.detail, 120)"
+    "          LEFT JOIN LATERAL (SELECT " R4("max((s->'candidate'->>'cv')::float8)") " cv,"
+    "             " R4("min((s->>'speedup')::float8)") " lo, " R4("max((s->>'speedup')::float8)") " hi"
+    "             FROM jsonb_array_elements(CASE WHEN jsonb_typeof(f.metrics->'timing'->'shapes') = 'array'"
+    "             THEN f.metrics->'timing'->'shapes' END) s) sh ON true"
+    "          WHERE j.campaign_id = c.id ORDER BY j.candidate_id, j.target) x),"
+    /* the attempts that were retried (the final ones are in res): with res,
+     * the scatter of every attempt */
+    " 'evs', (SELECT json_build_object('t', COALESCE(json_agg(t), '[]'), 'k', json_agg(k),"
+    "          'target', json_agg(target), 'verdict', json_agg(verdict), 'speedup', json_agg(speedup),"
+    "          'worker', json_agg(worker), 'detail', json_agg(detail)) FROM (SELECT"
+    "          round((extract(epoch FROM e.created_at) - c.t0)::numeric, 1) t, e.candidate_id k,"
+    "          array_position(c.targets, j.target) - 1 target, " CODE(VERDICTS, "e.verdict") " verdict,"
+    "          " R4("e.speedup") " speedup, e.worker_id worker, left(e.detail, 120) detail"
+    "          FROM evaluations e JOIN jobs j ON j.id = e.job_id WHERE j.campaign_id = c.id"
+    "          AND NOT e.is_final ORDER BY e.id) x),"
+    /* model proposals without prompt and reply (in the candidate files) */
+    " 'props', (SELECT json_build_object('id', COALESCE(json_agg(p.id), '[]'), 'round', json_agg(p.round),"
+    "          'state', json_agg(p.state), 'model', json_agg(p.model), 'tokens_in', json_agg(p.prompt_tokens),"
+    "          'tokens_out', json_agg(p.completion_tokens), 'finish', json_agg(p.finish_reason),"
+    "          'candidate', json_agg(p.candidate_id), 'latency_s', json_agg(" R4("p.latency_s") "),"
+    "          'reason', json_agg(left(p.reason, 300)),"
+    "          't', json_agg(round((extract(epoch FROM p.created_at) - c.t0)::numeric, 1)))"
+    "          FROM (SELECT * FROM proposals WHERE campaign_id = c.id ORDER BY id) p)"
     ")::text FROM c JOIN tasks t ON t.id = c.task_id";
 
-static const char WORKERS_SQL[] =
-    "SELECT COALESCE(json_agg(json_build_object('id', id, 'hostname', hostname,"
-    " 'backend', backend, 'classes', classes, 'devices', devices,"
-    " 'driver_version', driver_version, 'toolkit_version', toolkit_version,"
-    " 'registered', registered, 'last_seen', last_seen, 'quarantined', quarantined,"
-    " 'infra_errors', infra_errors, 'jobs_done', jobs_done,"
-    " 'leased', (SELECT count(*) FROM jobs j WHERE j.worker_id = w.id AND j.state = 'leased'))"
-    " ORDER BY id), '[]')::text, to_json(now())::text FROM workers w";
+/* $1 campaign id, $2 since (NULL: all), $3 bucket size: every candidate of
+ * a bucket with a change. One row per candidate: id, json.
+ * %s: the job's and the evaluation's confirmation state (conf_columns()). */
+static const char CANDIDATES_SQL[] =
+    "DECLARE kf_export_cands NO SCROLL CURSOR FOR "
+    "SELECT k.id, json_build_object('id', k.id, 'campaign_id', k.campaign_id,"
+    " 'parent_id', k.parent_id, 'parent_sha256', (SELECT sha256 FROM candidates WHERE id = k.parent_id),"
+    " 'proposer', k.proposer, 'defines', k.defines, 'sha256', k.sha256, 'note', k.note,"
+    " 'created_at', k.created_at, 'source', k.source,"
+    " 'children', (SELECT json_agg(id ORDER BY id) FROM (SELECT id FROM candidates"
+    "          WHERE parent_id = k.id ORDER BY id LIMIT 500) ch),"
+    " 'results', (SELECT json_agg(json_build_object('target', j.target, 'state', j.state,"
+    "          'attempts', j.attempts, 'worker', j.worker_id,"
+    "          'conf', %s,"
+    "          'evaluations', (SELECT json_agg(json_build_object('id', e.id, 'attempt', e.attempt,"
+    "             'worker', e.worker_id, 'verdict', e.verdict, 'detail', e.detail, 'final', e.is_final,"
+    "             'reported', e.reported, 'speedup', e.speedup, 'candidate_us', e.candidate_us,"
+    "             'baseline_us', e.baseline_us, 't', e.created_at,"
+    "             'conf', %s,"
+    "             'metrics', CASE WHEN e.is_final THEN e.metrics END,"
+    "             'compile_log', left(e.compile_log, 65536)) ORDER BY e.id)"
+    "             FROM evaluations e WHERE e.job_id = j.id)) ORDER BY j.target)"
+    "          FROM jobs j WHERE j.candidate_id = k.id),"
+    " 'proposal', (SELECT json_build_object('id', p.id, 'kind', p.kind, 'round', p.round,"
+    "          'slot', p.slot, 'lineage', p.lineage, 'state', p.state, 'model', p.model,"
+    "          'temperature', p.temperature, 'finish_reason', p.finish_reason, 'reason', p.reason,"
+    "          'prompt_tokens', p.prompt_tokens, 'completion_tokens', p.completion_tokens,"
+    "          'attempts', p.attempts, 'latency_s', p.latency_s, 'reviewer_note', p.reviewer_note,"
+    "          'created_at', p.created_at, 'prompt', p.prompt, 'reply', p.reply)"
+    "          FROM proposals p WHERE p.id = k.proposal_id)"
+    ")::text FROM candidates k WHERE k.campaign_id = $1::bigint AND ($2::timestamptz IS NULL"
+    " OR k.id / $3::int IN (SELECT k2.id / $3::int FROM candidates k2 WHERE k2.campaign_id = $1::bigint AND ("
+    "   k2.created_at >= $2::timestamptz"
+    "   OR EXISTS (SELECT 1 FROM jobs j WHERE j.candidate_id = k2.id AND (j.leased_at >= $2::timestamptz"
+    "              OR j.finished_at >= $2::timestamptz OR j.created_at >= $2::timestamptz))"
+    "   OR EXISTS (SELECT 1 FROM evaluations e WHERE e.candidate_id = k2.id AND e.created_at >= $2::timestamptz)"
+    "   OR EXISTS (SELECT 1 FROM proposals p WHERE p.id = k2.proposal_id AND p.created_at >= $2::timestamptz))))"
+    " ORDER BY k.id";
 
-char *kf_export_data_js(kf_db *db, char *err, size_t errlen)
+/* Summaries for the list: one row per campaign: id, changed since $1, json. */
+static const char INDEX_SQL[] =
+    "SELECT c.id, $1::timestamptz IS NULL OR c.updated_at >= $1::timestamptz"
+    " OR EXISTS (SELECT 1 FROM candidates k WHERE k.campaign_id = c.id AND k.created_at >= $1::timestamptz)"
+    " OR EXISTS (SELECT 1 FROM jobs j WHERE j.campaign_id = c.id AND (j.leased_at >= $1::timestamptz"
+    "            OR j.finished_at >= $1::timestamptz OR j.created_at >= $1::timestamptz))"
+    " OR EXISTS (SELECT 1 FROM proposals p WHERE p.campaign_id = c.id AND p.created_at >= $1::timestamptz),"
+    " json_build_object('id', c.id, 'name', c.name, 'task', t.name, 'strategy', c.strategy,"
+    " 'state', c.state, 'targets', c.targets, 'max_candidates', c.max_candidates,"
+    " 'created_at', c.created_at, 'finished_at', c.finished_at,"
+    " 'candidates', (SELECT count(*) FROM candidates k WHERE k.campaign_id = c.id),"
+    " 'jobs', (SELECT json_object_agg(state, n) FROM (SELECT state, count(*) n FROM jobs"
+    "          WHERE campaign_id = c.id GROUP BY state) s),"
+    " 'verdicts', (SELECT json_object_agg(verdict, n) FROM (SELECT e.verdict, count(*) n"
+    "          FROM evaluations e JOIN jobs j ON j.id = e.job_id WHERE j.campaign_id = c.id"
+    "          AND e.is_final GROUP BY e.verdict) v),"
+    " 'best', (SELECT json_agg(b ORDER BY b.target) FROM (SELECT DISTINCT ON (j.target) j.target,"
+    "          e.candidate_id, e.speedup FROM evaluations e JOIN jobs j ON j.id = e.job_id"
+    "          WHERE j.campaign_id = c.id AND e.is_final AND e.verdict = 'ok' AND e.speedup IS NOT NULL"
+    "          ORDER BY j.target, e.speedup DESC, e.candidate_id) b)"
+    ")::text FROM campaigns c JOIN tasks t ON t.id = c.task_id ORDER BY c.id DESC";
+
+/* The fleet, with each worker's throughput and failures over its evaluations. */
+static const char WORKERS_SQL[] =
+    "WITH ev AS (SELECT worker_id, count(*) n, count(*) FILTER (WHERE verdict = 'ok') ok,"
+    "   count(*) FILTER (WHERE verdict = 'infra_error') infra,"
+    "   count(*) FILTER (WHERE created_at >= now() - interval '1 hour') last_hour"
+    "   FROM evaluations GROUP BY worker_id),"
+    " vv AS (SELECT worker_id, json_object_agg(verdict, n) verdicts FROM (SELECT worker_id, verdict,"
+    "   count(*) n FROM evaluations GROUP BY worker_id, verdict) x GROUP BY worker_id) "
+    "SELECT COALESCE(json_agg(json_build_object('id', w.id, 'hostname', w.hostname,"
+    " 'backend', w.backend, 'classes', w.classes, 'devices', w.devices, 'slots', w.slots,"
+    " 'driver_version', w.driver_version, 'toolkit_version', w.toolkit_version,"
+    " 'registered', w.registered, 'last_seen', w.last_seen,"
+    " 'seen_s_ago', " EPOCH("now() - w.last_seen") ", 'quarantined', w.quarantined,"
+    " 'quarantine_reason', COALESCE(to_jsonb(w)->'quarantine_reason', to_jsonb(w)->'quarantined_reason',"
+    "     to_jsonb(w)->'reason'),"
+    " 'infra_errors', w.infra_errors, 'jobs_done', w.jobs_done,"
+    " 'evaluations', COALESCE(ev.n, 0), 'ok', COALESCE(ev.ok, 0), 'infra', COALESCE(ev.infra, 0),"
+    " 'last_hour', COALESCE(ev.last_hour, 0), 'verdicts', vv.verdicts,"
+    " 'leased', (SELECT count(*) FROM jobs j WHERE j.worker_id = w.id AND j.state = 'leased'))"
+    " ORDER BY w.id), '[]')::text, to_json(now())::text,"
+    /* the next incremental export's start: a minute early, for transactions
+     * that stamped their rows before this snapshot but committed after it */
+    " (now() - interval '1 minute')::text"
+    " FROM workers w LEFT JOIN ev ON ev.worker_id = w.id LEFT JOIN vv ON vv.worker_id = w.id";
+
+/* Another part of the system may add a confirmation state to results
+ * (a second worker re-timed the winner): find the column if it is there,
+ * under one of the names it may have, and give the SQL expressions that read
+ * it for an evaluation (alias f or e) and a job (alias j), or NULL. */
+static void conf_columns(kf_db *db, char *ev_f, char *ev_e, char *job, size_t cap)
 {
-    kf_strbuf b = { 0 };
-    PGresult *w = kf_db_exec(db, WORKERS_SQL, 0, NULL, err, errlen);
-    if (!w) return NULL;
-    PGresult *ids = kf_db_exec(db, "SELECT id FROM campaigns ORDER BY id DESC", 0, NULL, err,
-                               errlen);
-    if (!ids) {
-        PQclear(w);
-        return NULL;
-    }
-    kf_strbuf_add(&b, "window.KFARM_DATA = {\"generated_at\": ");
-    kf_strbuf_add(&b, PQgetvalue(w, 0, 1));
-    kf_strbuf_add(&b, ",\n\"workers\": ");
-    kf_strbuf_add(&b, PQgetvalue(w, 0, 0));
-    kf_strbuf_add(&b, ",\n\"campaigns\": [");
-    for (int i = 0; i < PQntuples(ids); i++) {
-        const char *p[1] = { PQgetvalue(ids, i, 0) };
-        PGresult *c = kf_db_exec(db, CAMPAIGN_SQL, 1, p, err, errlen);
-        if (!c) {
-            PQclear(w);
-            PQclear(ids);
-            free(b.s);
-            return NULL;
+    snprintf(ev_f, cap, "NULL");
+    snprintf(ev_e, cap, "NULL");
+    snprintf(job, cap, "NULL");
+    char err[256];
+    PGresult *r = kf_db_exec(db,
+        "SELECT table_name::text, column_name::text FROM information_schema.columns"
+        " WHERE table_schema = current_schema() AND table_name IN ('evaluations', 'jobs')"
+        " AND column_name IN ('confirmation', 'confirmation_state', 'confirm_state', 'confirmed')"
+        " ORDER BY array_position(ARRAY['confirmation', 'confirmation_state', 'confirm_state',"
+        " 'confirmed'], column_name::text) DESC", 0, NULL, err, sizeof(err));
+    if (!r) return;
+    for (int i = 0; i < PQntuples(r); i++) { /* the preferred name last, so it wins */
+        const char *col = PQgetvalue(r, i, 1);
+        if (strcmp(PQgetvalue(r, i, 0), "evaluations") == 0) {
+            snprintf(ev_f, cap, "to_json(f.%s)", col);
+            snprintf(ev_e, cap, "to_json(e.%s)", col);
+        } else {
+            snprintf(job, cap, "to_json(j.%s)", col);
         }
-        if (PQntuples(c) == 1) {
-            if (i) kf_strbuf_add(&b, ",\n");
-            kf_strbuf_add(&b, PQgetvalue(c, 0, 0));
-        }
-        PQclear(c);
     }
-    kf_strbuf_add(&b, "]};\n");
-    PQclear(w);
-    PQclear(ids);
-    if (b.oom) {
-        free(b.s);
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    return b.s;
+    PQclear(r);
 }
 
 /* Write data to dir/name via a temporary file and rename. */
@@ -136,7 +250,11 @@ static int write_atomic(const char *dir, const char *name, const void *data, siz
                         char *err, size_t errlen)
 {
     char tmp[4096], path[4096];
-    snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
+    const char *slash = strrchr(name, '/');
+    if (slash)
+        snprintf(tmp, sizeof(tmp), "%s/%.*s/.%s.tmp", dir, (int)(slash - name), name, slash + 1);
+    else
+        snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
     snprintf(path, sizeof(path), "%s/%s", dir, name);
     if (kf_util_write_file(tmp, data, len) < 0 || rename(tmp, path) < 0) {
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
@@ -145,21 +263,197 @@ static int write_atomic(const char *dir, const char *name, const void *data, siz
     return 0;
 }
 
-int kf_export_site(kf_db *db, const char *dir, char *err, size_t errlen)
+/* Append json as the body of a single-quoted JavaScript string literal. */
+static void add_js_string(kf_strbuf *b, const char *json)
 {
-    if (kf_util_mkdirs(dir) < 0) {
-        snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
+    const char *run = json;
+    for (const char *p = json;; p++) {
+        const char *esc = NULL;
+        switch (*p) {
+        case '\\': esc = "\\\\"; break;
+        case '\'': esc = "\\'"; break;
+        case '\n': esc = "\\n"; break;
+        case '\r': esc = "\\r"; break;
+        case '\0': break;
+        default: continue;
+        }
+        kf_strbuf_addn(b, run, (size_t)(p - run));
+        if (!*p) return;
+        kf_strbuf_add(b, esc);
+        run = p + 1;
+    }
+}
+
+/* Write the data script dir/name: kfarmData("key", JSON.parse('json'));.
+ * A JSON string parses several times faster than the same object literal
+ * (V8, SpiderMonkey), which matters for a campaign file of 30 MB. */
+static int write_data(const char *dir, const char *name, const char *key, const char *json,
+                      char *err, size_t errlen)
+{
+    kf_strbuf b = { 0 };
+    kf_strbuf_printf(&b, "kfarmData(\"%s\", JSON.parse('", key);
+    add_js_string(&b, json);
+    kf_strbuf_add(&b, "'));\n");
+    if (b.oom) {
+        free(b.s);
+        snprintf(err, errlen, "out of memory");
         return -1;
     }
-    char *js = kf_export_data_js(db, err, errlen);
-    if (!js) return -1;
-    int rc = write_atomic(dir, "data.js", js, strlen(js), err, errlen);
-    free(js);
-    if (rc < 0) return -1;
+    int rc = write_atomic(dir, name, b.s, b.len, err, errlen);
+    free(b.s);
+    return rc;
+}
+
+static int mkdir_in(const char *dir, const char *sub, char *err, size_t errlen)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", dir, sub);
+    if (kf_util_mkdirs(path) < 0) {
+        snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static int file_exists(const char *dir, const char *name)
+{
+    char path[4096];
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    return stat(path, &st) == 0;
+}
+
+/* The candidate files of campaign cid: all, or those with a candidate that
+ * changed since since. A file holds the candidates of one bucket of ids
+ * (KF_EXPORT_BUCKET): one file per candidate would cost more in file
+ * creation than everything else (100,000 files take ~15 s on a small VM). */
+static int export_candidates(kf_db *db, const char *sql, const char *dir, const char *cid,
+                             const char *since, char *err, size_t errlen)
+{
+    char bucket[32];
+    snprintf(bucket, sizeof(bucket), "%d", KF_EXPORT_BUCKET);
+    const char *p[3] = { cid, since, bucket };
+    if (kf_db_cmd(db, sql, 3, p, err, errlen) < 0) return -1;
+    char sub[64];
+    snprintf(sub, sizeof(sub), "data/c%s", cid);
+    int rc = mkdir_in(dir, sub, err, errlen);
+    kf_strbuf b = { 0 };
+    long cur = -1;
+    for (;;) {
+        PGresult *r = rc < 0 ? NULL : kf_db_exec(db, "FETCH 1000 FROM kf_export_cands", 0, NULL, err, errlen);
+        if (!r) {
+            rc = -1;
+            break;
+        }
+        int n = PQntuples(r);
+        for (int i = 0; i <= n && rc == 0; i++) {
+            long kid = i < n ? atol(PQgetvalue(r, i, 0)) : -1;
+            long bk = i < n ? kid / KF_EXPORT_BUCKET : -1;
+            if (cur >= 0 && (bk != cur || (i == n && n == 0))) { /* close the bucket */
+                char name[128], key[64];
+                kf_strbuf_add(&b, "}");
+                snprintf(name, sizeof(name), "%s/b%ld.js", sub, cur);
+                snprintf(key, sizeof(key), "c%s/b%ld", cid, cur);
+                if (b.oom) {
+                    snprintf(err, errlen, "out of memory");
+                    rc = -1;
+                } else {
+                    rc = write_data(dir, name, key, b.s, err, errlen);
+                }
+                b.len = 0;
+                cur = -1;
+            }
+            if (i == n || rc < 0) break;
+            kf_strbuf_add(&b, cur < 0 ? "{" : ",\n");
+            kf_strbuf_printf(&b, "\"%ld\": ", kid);
+            kf_strbuf_add(&b, PQgetvalue(r, i, 1));
+            cur = bk;
+        }
+        PQclear(r);
+        if (rc < 0 || n == 0) break;
+    }
+    free(b.s);
+    char e2[256];
+    kf_db_cmd(db, "CLOSE kf_export_cands", 0, NULL, e2, sizeof(e2));
+    return rc;
+}
+
+/* Export the data files; since NULL: all, else only what changed since then
+ * (a timestamptz text). *now_out receives the database time the export's
+ * snapshot was taken (malloc'ed). */
+static int export_data(kf_db *db, const char *dir, const char *since, char **now_out,
+                       char *err, size_t errlen)
+{
+    if (mkdir_in(dir, "data", err, errlen) < 0) return -1;
+    if (kf_db_cmd(db, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL, err, errlen) < 0)
+        return -1;
+    int rc = -1;
+    PGresult *w = NULL, *idx = NULL;
+    kf_strbuf b = { 0 };
+    char ev_f[128], ev_e[128], job[128];
+    conf_columns(db, ev_f, ev_e, job, sizeof(ev_f));
+    char *csql = malloc(sizeof(CAMPAIGN_SQL) + 256), *ksql = malloc(sizeof(CANDIDATES_SQL) + 256);
+    if (!csql || !ksql) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    snprintf(csql, sizeof(CAMPAIGN_SQL) + 256, CAMPAIGN_SQL, strcmp(ev_f, "NULL") ? ev_f : job);
+    snprintf(ksql, sizeof(CANDIDATES_SQL) + 256, CANDIDATES_SQL, job, ev_e);
+    if (!(w = kf_db_exec(db, WORKERS_SQL, 0, NULL, err, errlen))) goto out;
+    const char *p[1] = { since };
+    if (!(idx = kf_db_exec(db, INDEX_SQL, 1, p, err, errlen))) goto out;
+    for (int i = 0; i < PQntuples(idx); i++) {
+        const char *cid = PQgetvalue(idx, i, 0);
+        char name[128], key[64];
+        snprintf(name, sizeof(name), "data/c%s.js", cid);
+        snprintf(key, sizeof(key), "c%s", cid);
+        int changed = PQgetvalue(idx, i, 1)[0] == 't';
+        if (!changed && file_exists(dir, name)) continue;
+        const char *cp[1] = { cid };
+        PGresult *c = kf_db_exec(db, csql, 1, cp, err, errlen);
+        if (!c) goto out;
+        int wr = PQntuples(c) == 1 ? write_data(dir, name, key, PQgetvalue(c, 0, 0), err, errlen) : 0;
+        PQclear(c);
+        if (wr < 0) goto out;
+        if (export_candidates(db, ksql, dir, cid, changed ? since : NULL, err, errlen) < 0) goto out;
+    }
+    kf_strbuf_add(&b, "{\"generated_at\": ");
+    kf_strbuf_add(&b, PQgetvalue(w, 0, 1));
+    kf_strbuf_add(&b, ",\n\"workers\": ");
+    kf_strbuf_add(&b, PQgetvalue(w, 0, 0));
+    kf_strbuf_add(&b, ",\n\"campaigns\": [");
+    for (int i = 0; i < PQntuples(idx); i++) {
+        if (i) kf_strbuf_add(&b, ",\n");
+        kf_strbuf_add(&b, PQgetvalue(idx, i, 2));
+    }
+    kf_strbuf_add(&b, "]}");
+    if (b.oom) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    /* the index last: a page that sees it finds every campaign file it names */
+    if (write_data(dir, "data/index.js", "index", b.s, err, errlen) < 0) goto out;
+    if (now_out) *now_out = strdup(PQgetvalue(w, 0, 2));
+    rc = 0;
+out:
+    free(csql);
+    free(ksql);
+    free(b.s);
+    PQclear(w);
+    PQclear(idx);
+    kf_db_rollback(db);
+    return rc;
+}
+
+/* The static files (embedded, or from $KFARM_DASHBOARD_DIR). */
+static int export_static(const char *dir, char *err, size_t errlen)
+{
     kf_embedded_file f[KF_DB_MAX_EMBEDDED];
     int n = kf_db_embedded_dashboard(f, KF_DB_MAX_EMBEDDED);
     const char *over = getenv("KFARM_DASHBOARD_DIR");
+    if (mkdir_in(dir, "vendor/licenses", err, errlen) < 0) return -1;
     for (int i = 0; i < n && i < KF_DB_MAX_EMBEDDED; i++) {
+        int rc;
         if (over && *over) {
             char path[4096];
             size_t len = 0;
@@ -179,6 +473,23 @@ int kf_export_site(kf_db *db, const char *dir, char *err, size_t errlen)
     return 0;
 }
 
+/* The whole site, or (since non-NULL) only what changed. */
+static int export_site_since(kf_db *db, const char *dir, const char *since, char **now_out,
+                             char *err, size_t errlen)
+{
+    if (kf_util_mkdirs(dir) < 0) {
+        snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    if (export_data(db, dir, since, now_out, err, errlen) < 0) return -1;
+    return export_static(dir, err, errlen);
+}
+
+int kf_export_site(kf_db *db, const char *dir, char *err, size_t errlen)
+{
+    return export_site_since(db, dir, NULL, NULL, err, errlen);
+}
+
 /* ---- periodic export thread ---- */
 
 struct kf_export_service {
@@ -195,12 +506,19 @@ static void *export_thread(void *arg)
 {
     kf_export_service *s = arg;
     char err[512];
+    char *since = NULL; /* the previous successful export's snapshot time */
     pthread_mutex_lock(&s->mu);
     for (;;) {
         int stopping = s->stop;
         pthread_mutex_unlock(&s->mu);
-        if (kf_db_ensure(s->db, err, sizeof(err)) < 0 || kf_export_site(s->db, s->dir, err, sizeof(err)) < 0)
+        char *now = NULL;
+        if (kf_db_ensure(s->db, err, sizeof(err)) < 0 ||
+            export_site_since(s->db, s->dir, since, &now, err, sizeof(err)) < 0) {
             kf_log("export: %s", err);
+        } else {
+            free(since);
+            since = now;
+        }
         pthread_mutex_lock(&s->mu);
         if (stopping) break;
         struct timespec until;
@@ -215,6 +533,7 @@ static void *export_thread(void *arg)
         }
     }
     pthread_mutex_unlock(&s->mu);
+    free(since);
     return NULL;
 }
 
