@@ -31,7 +31,9 @@
  */
 (function () {
   "use strict";
-  var REFRESH_MS = 10000, PAGE = 50, BUCKET = 32;
+  var PAGE = 50, BUCKET = 32;
+  /* index.html?refresh=MS changes the refresh period over http (default 10 s) */
+  var REFRESH_MS = Number(new URLSearchParams(location.search).get("refresh")) || 10000;
   var main = document.getElementById("main");
   var HTTP = /^https?:$/.test(location.protocol);
   var COLORS = { ok: "#16a34a", compile_error: "#dc2626", load_error: "#9f1239",
@@ -41,26 +43,26 @@
   var SERIES = ["#2563eb", "#16a34a", "#d97706", "#7c3aed", "#dc2626", "#0891b2", "#db2777"];
 
   /* ---- data loading ---- */
-  var cache = {}, waiting = {};
+  var cache = {}, waiting = {}; /* waiting[key]: {script, list of {resolve, reject}} */
   window.kfarmData = function (key, data) {
     cache[key] = data;
     var w = waiting[key];
     delete waiting[key];
-    (w || []).forEach(function (p) { p.resolve(data); });
+    if (w) w.list.forEach(function (p) { p.resolve(data); });
   };
   /* load(key[, fresh]) -> Promise of the object in data/KEY.js. */
   function load(key, fresh) {
     if (cache[key] && !fresh) return Promise.resolve(cache[key]);
     return new Promise(function (resolve, reject) {
-      var first = !waiting[key];
-      (waiting[key] = waiting[key] || []).push({ resolve: resolve, reject: reject });
-      if (!first) return;
-      var s = document.createElement("script");
+      if (waiting[key]) { waiting[key].list.push({ resolve: resolve, reject: reject }); return; }
+      var s = document.createElement("script"), w = { script: s, list: [{ resolve: resolve, reject: reject }] };
+      waiting[key] = w;
       s.src = "data/" + key + ".js" + (HTTP ? "?t=" + Date.now() : "");
       function fail(msg) {
-        var w = waiting[key];
+        /* only this script's waiters: a later load of the same key has its own */
+        if (waiting[key] !== w) return;
         delete waiting[key];
-        (w || []).forEach(function (p) { p.reject(new Error(msg)); });
+        w.list.forEach(function (p) { p.reject(new Error(msg)); });
       }
       s.onload = function () { s.remove(); fail("data/" + key + ".js did not call kfarmData"); };
       s.onerror = function () {
@@ -119,8 +121,9 @@
   }
 
   /* ---- tables: sortable, searchable, paged ----
-   * cols: [{name, get(row) -> sort/search value, show(row) -> node|text
-   * (default get), num}]. State per table id survives re-renders. */
+   * cols: [{name, get(row) -> sort value, find(row) -> search text (default
+   * get), show(row) -> node|text (default get), num, wide}]. Only the rows of
+   * the page shown become DOM. State per table id survives re-renders. */
   var tableState = {};
   function dataTable(id, cols, rows, opts) {
     opts = opts || {};
@@ -153,7 +156,7 @@
     wrap.appendChild(el("div", { "class": "dt-scroll" }, tbl));
     var text = null, view = rows;
     function rowText(r) {
-      return cols.map(function (c) { var v = c.get(r); return nz(v) ? String(v) : ""; }).join("\u0001").toLowerCase();
+      return cols.map(function (c) { var v = (c.find || c.get)(r); return nz(v) ? String(v) : ""; }).join("\u0001").toLowerCase();
     }
     function refresh() {
       view = rows;
@@ -476,8 +479,10 @@
   function resultCols(C, M, withCand) {
     var cn = enc(C.name), cols = [];
     if (withCand) cols.push(
-      { name: "candidate", num: true, get: function (r) { return r.k; }, show: function (r) { return link("#c/" + cn + "/" + r.k, "#" + r.k); } },
+      { name: "candidate", num: true, get: function (r) { return r.k; }, find: function (r) { return "#" + r.k; },
+        show: function (r) { return link("#c/" + cn + "/" + r.k, "#" + r.k); } },
       { name: "parent", num: true, get: function (r) { return r.cand ? r.cand.parent : null; },
+        find: function (r) { return r.cand && r.cand.parent ? "#" + r.cand.parent : ""; },
         show: function (r) { return r.cand && r.cand.parent ? link("#c/" + cn + "/" + r.cand.parent, "#" + r.cand.parent) : "-"; } },
       { name: "proposer", get: function (r) { return r.cand ? r.cand.proposer : null; } },
       { name: "defines", get: function (r) { return r.cand ? defs(r.cand.defines) : null; } });
