@@ -56,15 +56,19 @@
 #define CODE(list, x) "COALESCE(to_json(array_position(ARRAY[" list "], " x ") - 1), to_json(" x "))"
 
 /* $1 campaign id. Times are seconds after t0 (the campaign's creation) to
- * keep 200,000 rows small; strings that repeat (targets, verdicts, states,
- * details) are numbers into the lists named in the file. %s: the result's
+ * keep 200,000 rows small; values that repeat (targets, verdicts, states,
+ * details, workers, sets of defines) are numbers into lists in the file. %s: the result's
  * confirmation state column (see conf_column()), or NULL. */
 static const char CAMPAIGN_SQL[] =
     "WITH c AS (SELECT *, extract(epoch FROM created_at) t0 FROM campaigns WHERE id = $1::bigint),"
     " fin AS (SELECT e.*, j.target FROM evaluations e JOIN jobs j ON j.id = e.job_id"
     "         WHERE j.campaign_id = $1::bigint AND e.is_final),"
     " dd AS (SELECT d, row_number() OVER (ORDER BY d) - 1 i FROM (SELECT DISTINCT left(detail, 120) d"
-    "         FROM fin WHERE detail IS NOT NULL) x) "
+    "         FROM fin WHERE detail IS NOT NULL) x),"
+    " ww AS (SELECT w, row_number() OVER (ORDER BY w) - 1 i FROM (SELECT DISTINCT worker_id w"
+    "         FROM fin WHERE worker_id IS NOT NULL) x),"
+    " ds AS (SELECT d, row_number() OVER (ORDER BY d::text) - 1 i FROM (SELECT DISTINCT defines d"
+    "         FROM candidates WHERE campaign_id = $1::bigint) x) "
     "SELECT json_build_object("
     " 'id', c.id, 'name', c.name, 'task', t.name, 'task_definition', t.spec->>'definition',"
     " 'strategy', c.strategy, 'state', c.state, 'targets', c.targets,"
@@ -84,27 +88,31 @@ static const char CAMPAIGN_SQL[] =
     "          ORDER BY target, speedup DESC, candidate_id) b),"
     " 'verdict_names', json_build_array(" VERDICTS "), 'state_names', json_build_array(" STATES "),"
     " 'details', (SELECT COALESCE(json_agg(d ORDER BY i), '[]') FROM dd),"
+    " 'worker_names', (SELECT COALESCE(json_agg(w ORDER BY i), '[]') FROM ww),"
+    " 'define_sets', (SELECT COALESCE(json_agg(d ORDER BY i), '[]') FROM ds),"
     /* tables as columns (one array per column, rows in order): parsing
      * 16 arrays is far cheaper for a browser than 200,000 small ones */
     " 'cands', (SELECT json_build_object('id', COALESCE(json_agg(id), '[]'), 'parent', json_agg(parent_id),"
     "          'proposer', json_agg(proposer), 'defines', json_agg(defines), 't', json_agg(t),"
     "          'round', json_agg(round), 'proposal', json_agg(proposal_id)) FROM (SELECT k.id, k.parent_id,"
-    "          k.proposer, k.defines, round((extract(epoch FROM k.created_at) - c.t0)::numeric, 1) t,"
+    "          k.proposer, ds.i defines, round((extract(epoch FROM k.created_at) - c.t0)::numeric, 1) t,"
     "          p.round, k.proposal_id FROM candidates k LEFT JOIN proposals p ON p.id = k.proposal_id"
-    "          WHERE k.campaign_id = c.id ORDER BY k.id) x),"
+    "          LEFT JOIN ds ON ds.d = k.defines WHERE k.campaign_id = c.id ORDER BY k.id) x),"
     " 'res', (SELECT json_build_object('k', COALESCE(json_agg(k), '[]'), 'target', json_agg(target),"
     "          'state', json_agg(state), 'verdict', json_agg(verdict), 'speedup', json_agg(speedup),"
     "          'cand_us', json_agg(cand_us), 'base_us', json_agg(base_us), 'cv', json_agg(cv),"
     "          'lo', json_agg(lo), 'hi', json_agg(hi), 'noisy', json_agg(noisy), 'tries', json_agg(tries),"
-    "          'worker', json_agg(worker), 't', json_agg(t), 'detail', json_agg(detail), 'conf', json_agg(conf))"
+    "          'worker', json_agg(worker), 't', json_agg(t), 'detail', json_agg(detail),"
+    "          'conf', CASE WHEN bool_or(conf IS NOT NULL) THEN json_agg(conf) END)"
     "          FROM (SELECT j.candidate_id k, array_position(c.targets, j.target) - 1 target,"
     "          " CODE(STATES, "j.state") " state, " CODE(VERDICTS, "f.verdict") " verdict,"
     "          " R4("f.speedup") " speedup, " R4("f.candidate_us") " cand_us, " R4("f.baseline_us") " base_us,"
     "          sh.cv, sh.lo, sh.hi, CASE WHEN f.metrics->'timing'->'flags' ? 'noisy' THEN 1 ELSE 0 END noisy,"
-    "          j.attempts tries, f.worker_id worker,"
+    "          j.attempts tries, ww.i worker,"
     "          round((extract(epoch FROM COALESCE(f.created_at, j.created_at)) - c.t0)::numeric, 1) t,"
     "          dd.i detail, %s conf"
     "          FROM jobs j LEFT JOIN fin f ON f.job_id = j.id LEFT JOIN dd ON dd.d = left(f.detail, 120)"
+    "          LEFT JOIN ww ON ww.w = f.worker_id"
     "          LEFT JOIN LATERAL (SELECT " R4("max((s->'candidate'->>'cv')::float8)") " cv,"
     "             " R4("min((s->>'speedup')::float8)") " lo, " R4("max((s->>'speedup')::float8)") " hi"
     "             FROM jsonb_array_elements(CASE WHEN jsonb_typeof(f.metrics->'timing'->'shapes') = 'array'"
@@ -263,17 +271,38 @@ static int write_atomic(const char *dir, const char *name, const void *data, siz
     return 0;
 }
 
-/* Append json as the body of a single-quoted JavaScript string literal. */
+/* Append json as the body of a single-quoted JavaScript string literal,
+ * without the blanks PostgreSQL puts between tokens (a sixth of a campaign
+ * file). */
 static void add_js_string(kf_strbuf *b, const char *json)
 {
     const char *run = json;
+    int in_str = 0;
     for (const char *p = json;; p++) {
         const char *esc = NULL;
         switch (*p) {
-        case '\\': esc = "\\\\"; break;
+        case '"': in_str = !in_str; continue;
+        case '\\':
+            if (in_str && p[1]) { /* an escape: copy both characters as they are, doubled */
+                kf_strbuf_addn(b, run, (size_t)(p - run));
+                kf_strbuf_add(b, "\\\\");
+                if (p[1] == '\\') kf_strbuf_add(b, "\\\\");
+                else if (p[1] == '\'') kf_strbuf_add(b, "\\'");
+                else kf_strbuf_addn(b, p + 1, 1);
+                p++;
+                run = p + 1;
+                continue;
+            }
+            esc = "\\\\";
+            break;
         case '\'': esc = "\\'"; break;
-        case '\n': esc = "\\n"; break;
-        case '\r': esc = "\\r"; break;
+        case '\n': esc = in_str ? "\\n" : ""; break;
+        case '\r': esc = in_str ? "\\r" : ""; break;
+        case ' ':
+        case '\t':
+            if (in_str) continue;
+            esc = "";
+            break;
         case '\0': break;
         default: continue;
         }

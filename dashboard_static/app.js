@@ -73,6 +73,20 @@
     });
   }
 
+  /* loadLib(path) -> Promise: a vendored library, loaded once, when a page
+   * first needs it (the campaign pages need only uPlot). */
+  var libs = {};
+  function loadLib(path) {
+    return libs[path] || (libs[path] = new Promise(function (resolve, reject) {
+      var s = document.createElement("script");
+      s.src = path;
+      s.onload = resolve;
+      s.onerror = function () { delete libs[path]; reject(new Error("cannot load " + path)); };
+      document.head.appendChild(s);
+    }));
+  }
+  var CANDIDATE_LIBS = ["vendor/highlight.min.js", "vendor/diff.min.js", "vendor/diff2html.min.js"];
+
   /* ---- small DOM helpers ---- */
   /* el("tag", {attr}, child...) -- children: strings become text nodes. */
   function el(tag, attrs) {
@@ -234,11 +248,12 @@
   function model(C) {
     if (C._m) return C._m;
     var vn = C.verdict_names || [], sn = C.state_names || [], det = C.details || [], tg = C.targets || [];
+    var wn = C.worker_names || [], dn = C.define_sets || [];
     function name(list, x) { return typeof x === "number" ? list[x] : x; }
     var K = C.cands, cands = new Array(len(K)), byId = new Map(), i;
     for (i = 0; i < cands.length; i++) {
       cands[i] = { id: K.id[i], parent: col(K, "parent", i), proposer: col(K, "proposer", i),
-        defines: col(K, "defines", i), t: col(K, "t", i), round: col(K, "round", i),
+        defines: name(dn, col(K, "defines", i)), t: col(K, "t", i), round: col(K, "round", i),
         proposal: col(K, "proposal", i), results: [] };
       byId.set(cands[i].id, cands[i]);
     }
@@ -248,7 +263,7 @@
       var r = res[i] = { k: k, cand: byId.get(k), target: tg[col(R, "target", i)], state: name(sn, col(R, "state", i)),
         verdict: name(vn, col(R, "verdict", i)), speedup: col(R, "speedup", i), cand_us: col(R, "cand_us", i),
         base_us: col(R, "base_us", i), cv: col(R, "cv", i), lo: col(R, "lo", i), hi: col(R, "hi", i),
-        noisy: col(R, "noisy", i), tries: col(R, "tries", i), worker: col(R, "worker", i),
+        noisy: col(R, "noisy", i), tries: col(R, "tries", i), worker: name(wn, col(R, "worker", i)),
         tabs: nz(t) ? C.t0 + t : null, detail: nz(d) ? det[d] : null, conf: col(R, "conf", i) };
       if (r.cand) r.cand.results.push(r);
     }
@@ -754,8 +769,9 @@
             el("p", { "class": "error", text: "No candidate #" + P[2] + " in campaign " + C.name + "." })];
           var k = model(C).byId.get(id), keys = [bucketKey(C, id)];
           if (k.parent) keys.push(bucketKey(C, k.parent));
-          return Promise.all(keys.map(function (key) { return load(key, fresh); })).then(function (bs) {
-            return viewCandidate(C, id, bs[0], bs[1] || bs[0]);
+          return Promise.all(keys.map(function (key) { return load(key, fresh); })
+            .concat(CANDIDATE_LIBS.map(loadLib))).then(function (bs) {
+            return viewCandidate(C, id, bs[0], keys.length > 1 ? bs[1] : bs[0]);
           });
         });
       }
@@ -768,6 +784,7 @@
       main.setAttribute("data-route", hash);
       main.setAttribute("data-ready", String(seq));
       window.kfarmRenderMs = performance.now() - t0;
+      window.kfarmReadyAt = performance.now(); /* ms since the navigation began */
       if (fresh) window.scrollTo(0, y); else window.scrollTo(0, 0);
     }).catch(function (e) {
       if (seq !== renderSeq) return;
