@@ -188,6 +188,8 @@ static const char INDEX_SQL[] =
     " 'state', c.state, 'targets', c.targets, 'max_candidates', c.max_candidates,"
     " 'created_at', c.created_at, 'finished_at', c.finished_at,"
     " 'candidates', (SELECT count(*) FROM candidates k WHERE k.campaign_id = c.id),"
+    " 'first_id', (SELECT min(id) FROM candidates k WHERE k.campaign_id = c.id),"
+    " 'last_id', (SELECT max(id) FROM candidates k WHERE k.campaign_id = c.id),"
     " 'jobs', (SELECT json_object_agg(state, n) FROM (SELECT state, count(*) n FROM jobs"
     "          WHERE campaign_id = c.id GROUP BY state) s),"
     " 'verdicts', (SELECT json_object_agg(verdict, n) FROM (SELECT e.verdict, count(*) n"

@@ -634,22 +634,35 @@
     if (Object.keys(rest).length) out.push(pre(JSON.stringify(rest, null, 2)));
     return out;
   }
-  function viewCandidate(C, id, B, PB) {
-    var M = model(C), cn = enc(C.name), k = M.byId.get(id), d = (B || {})[id];
+  /* Up to 12 ancestors of candidate d, nearest first, from their buckets:
+   * -> Promise of {list, more} (more: the 12th has a parent too). */
+  function ancestors(C, d, fresh) {
+    var list = [];
+    function step(x) {
+      if (!x.parent_id) return { list: list, more: false };
+      if (list.length >= 12) return { list: list, more: true };
+      return load(bucketKey(C, x.parent_id), fresh).then(function (B) {
+        var p = B[x.parent_id];
+        if (!p) return { list: list, more: false };
+        list.push(p);
+        return step(p);
+      }, function () { return { list: list, more: false }; });
+    }
+    return Promise.resolve(step(d));
+  }
+  /* C: the campaign's summary from the index (id, name); B: the bucket of
+   * candidate id; L: its ancestors (ancestors()). The page needs neither the
+   * campaign file nor any candidate but these. */
+  function viewCandidate(C, id, B, L) {
+    var cn = enc(C.name), d = (B || {})[id];
     var out = [el("h1", null, link("#", "Campaigns"), " / ", link("#c/" + cn, C.name), " / #" + id)];
-    if (!k || !d) { out.push(el("p", { "class": "error", text: "No candidate #" + id + " in campaign " + C.name + "." })); return out; }
+    if (!d) { out.push(el("p", { "class": "error", text: "No candidate #" + id + " in campaign " + C.name + "." })); return out; }
     out.push(el("p", null, "proposer ", el("b", { text: d.proposer }), ", defines ", el("code", { text: defs(d.defines) }),
       ", created " + when(d.created_at), ", sha256 ", el("code", { text: String(d.sha256).slice(0, 12) })));
-    var chain = [], p = k, depth = 0, root = k;
-    while (p && depth < 100000) {
-      if (chain.length < 12) chain.unshift(p);
-      root = p; depth++;
-      p = p.parent ? M.byId.get(p.parent) : null;
-    }
-    out.push(el("p", { "class": "lineage" }, "lineage (" + depth + " deep): ",
-      depth > chain.length ? [link("#c/" + cn + "/" + root.id, "#" + root.id), " \u2192 \u2026 " + (depth - chain.length - 1) + " more \u2026"] : null,
+    var chain = L.list.slice().reverse().concat([d]);
+    out.push(el("p", { "class": "lineage" }, "lineage: ", L.more ? "\u2026 " : null,
       chain.map(function (x, i) {
-        return [i || depth > chain.length ? " \u2192 " : "", x.id === id ? "#" + x.id : link("#c/" + cn + "/" + x.id, "#" + x.id)];
+        return [i || L.more ? " \u2192 " : "", x.id === id ? "#" + x.id : link("#c/" + cn + "/" + x.id, "#" + x.id)];
       })));
     if ((d.children || []).length) out.push(el("p", null, "children: ", d.children.map(function (x) { return [link("#c/" + cn + "/" + x, "#" + x), " "]; })));
     if (d.note) out.push(muted(d.note));
@@ -689,7 +702,7 @@
     }
     out.push(section("Source", "s-source"), sourceView(d.source || ""));
     if (d.parent_id) {
-      var pd = (PB || {})[d.parent_id];
+      var pd = L.list[0];
       out.push(section("Diff to parent #" + d.parent_id, "s-diff"));
       if (!pd) out.push(muted("Parent #" + d.parent_id + " is not in this export."));
       else if (pd.source === d.source) out.push(muted("Same source; defines differ: " + defs(pd.defines) + " \u2192 " + defs(d.defines)));
@@ -759,20 +772,21 @@
       if (P[0] === "c" && P.length >= 2) {
         var c = campaignByName(I, P[1]);
         if (!c) return [el("p", { "class": "error", text: "No campaign " + P[1] + "." })];
+        if (P.length >= 3 && P[2] !== "") {
+          var id = Number(P[2]), missing = [el("h1", null, link("#", "Campaigns"), " / ", link("#c/" + enc(c.name), c.name)),
+            el("p", { "class": "error", text: "No candidate #" + P[2] + " in campaign " + c.name + "." })];
+          /* outside the campaign's ids there is no bucket to ask for */
+          if (!Number.isInteger(id) || !(id >= c.first_id && id <= c.last_id)) return missing;
+          return Promise.all([load(bucketKey(c, id), fresh)].concat(CANDIDATE_LIBS.map(loadLib))).then(function (bs) {
+            if (!bs[0][id]) return missing;
+            return ancestors(c, bs[0][id], fresh).then(function (L) { return viewCandidate(c, id, bs[0], L); });
+          }, function () { return missing; });
+        }
         return load("c" + c.id, fresh).then(function (C) {
           var t1 = performance.now();
           model(C);
           window.kfarmTiming = { load_ms: t1 - t0, model_ms: performance.now() - t1 };
-          if (P.length < 3 || P[2] === "") return viewCampaign(C);
-          var id = Number(P[2]);
-          if (!Number.isInteger(id) || !model(C).byId.get(id)) return [el("h1", null, link("#", "Campaigns"), " / ", link("#c/" + enc(C.name), C.name)),
-            el("p", { "class": "error", text: "No candidate #" + P[2] + " in campaign " + C.name + "." })];
-          var k = model(C).byId.get(id), keys = [bucketKey(C, id)];
-          if (k.parent) keys.push(bucketKey(C, k.parent));
-          return Promise.all(keys.map(function (key) { return load(key, fresh); })
-            .concat(CANDIDATE_LIBS.map(loadLib))).then(function (bs) {
-            return viewCandidate(C, id, bs[0], keys.length > 1 ? bs[1] : bs[0]);
-          });
+          return viewCampaign(C);
         });
       }
       return viewList(I);
