@@ -57,11 +57,21 @@
 
 /* $1 campaign id. Times are seconds after t0 (the campaign's creation) to
  * keep 200,000 rows small; values that repeat (targets, verdicts, states,
- * details, workers, sets of defines) are numbers into lists in the file. %s: the result's
- * confirmation state column (see conf_column()), or NULL. */
+ * details, workers, sets of defines) are numbers into lists in the file.
+ * %s: the evaluation's confirmation state (in fin), then the result's (see
+ * conf_columns()). */
 static const char CAMPAIGN_SQL[] =
     "WITH c AS (SELECT *, extract(epoch FROM created_at) t0 FROM campaigns WHERE id = $1::bigint),"
-    " fin AS (SELECT e.*, j.target FROM evaluations e JOIN jobs j ON j.id = e.job_id"
+    /* the final evaluations, without their large columns (this CTE is
+     * materialized: metrics and logs would be copied for nothing) */
+    " fin AS (SELECT e.job_id, e.candidate_id, e.verdict, e.speedup, e.candidate_us, e.baseline_us,"
+    "         e.worker_id, e.created_at, e.detail, j.target, %s AS conf, sh.cv, sh.lo, sh.hi,"
+    "         CASE WHEN e.metrics->'timing'->'flags' ? 'noisy' THEN 1 ELSE 0 END noisy"
+    "         FROM evaluations e JOIN jobs j ON j.id = e.job_id"
+    "         LEFT JOIN LATERAL (SELECT " R4("max((s->'candidate'->>'cv')::float8)") " cv,"
+    "            " R4("min((s->>'speedup')::float8)") " lo, " R4("max((s->>'speedup')::float8)") " hi"
+    "            FROM jsonb_array_elements(CASE WHEN jsonb_typeof(e.metrics->'timing'->'shapes') = 'array'"
+    "            THEN e.metrics->'timing'->'shapes' END) s) sh ON e.metrics IS NOT NULL"
     "         WHERE j.campaign_id = $1::bigint AND e.is_final),"
     " dd AS (SELECT d, row_number() OVER (ORDER BY d) - 1 i FROM (SELECT DISTINCT left(detail, 120) d"
     "         FROM fin WHERE detail IS NOT NULL) x),"
@@ -107,16 +117,12 @@ static const char CAMPAIGN_SQL[] =
     "          FROM (SELECT j.candidate_id k, array_position(c.targets, j.target) - 1 target,"
     "          " CODE(STATES, "j.state") " state, " CODE(VERDICTS, "f.verdict") " verdict,"
     "          " R4("f.speedup") " speedup, " R4("f.candidate_us") " cand_us, " R4("f.baseline_us") " base_us,"
-    "          sh.cv, sh.lo, sh.hi, CASE WHEN f.metrics->'timing'->'flags' ? 'noisy' THEN 1 ELSE 0 END noisy,"
+    "          f.cv, f.lo, f.hi, f.noisy,"
     "          j.attempts tries, ww.i worker,"
     "          round((extract(epoch FROM COALESCE(f.created_at, j.created_at)) - c.t0)::numeric, 1) t,"
     "          dd.i detail, %s conf"
     "          FROM jobs j LEFT JOIN fin f ON f.job_id = j.id LEFT JOIN dd ON dd.d = left(f.detail, 120)"
     "          LEFT JOIN ww ON ww.w = f.worker_id"
-    "          LEFT JOIN LATERAL (SELECT " R4("max((s->'candidate'->>'cv')::float8)") " cv,"
-    "             " R4("min((s->>'speedup')::float8)") " lo, " R4("max((s->>'speedup')::float8)") " hi"
-    "             FROM jsonb_array_elements(CASE WHEN jsonb_typeof(f.metrics->'timing'->'shapes') = 'array'"
-    "             THEN f.metrics->'timing'->'shapes' END) s) sh ON true"
     "          WHERE j.campaign_id = c.id ORDER BY j.candidate_id, j.target) x),"
     /* the attempts that were retried (the final ones are in res): with res,
      * the scatter of every attempt */
@@ -418,6 +424,11 @@ static int export_data(kf_db *db, const char *dir, const char *since, char **now
     if (mkdir_in(dir, "data", err, errlen) < 0) return -1;
     if (kf_db_cmd(db, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL, err, errlen) < 0)
         return -1;
+    /* sorting 200,000 rows of a campaign in memory, not in temporary files */
+    if (kf_db_cmd(db, "SET LOCAL work_mem = '64MB'", 0, NULL, err, errlen) < 0) {
+        kf_db_rollback(db);
+        return -1;
+    }
     int rc = -1;
     PGresult *w = NULL, *idx = NULL;
     kf_strbuf b = { 0 };
@@ -428,7 +439,10 @@ static int export_data(kf_db *db, const char *dir, const char *since, char **now
         snprintf(err, errlen, "out of memory");
         goto out;
     }
-    snprintf(csql, sizeof(CAMPAIGN_SQL) + 256, CAMPAIGN_SQL, strcmp(ev_f, "NULL") ? ev_f : job);
+    /* the confirmation state: the evaluation's column if there is one (read
+     * into fin), else the job's */
+    snprintf(csql, sizeof(CAMPAIGN_SQL) + 256, CAMPAIGN_SQL, strcmp(ev_e, "NULL") ? ev_e : "NULL::json",
+             strcmp(ev_e, "NULL") ? "f.conf" : job);
     snprintf(ksql, sizeof(CANDIDATES_SQL) + 256, CANDIDATES_SQL, job, ev_e);
     if (!(w = kf_db_exec(db, WORKERS_SQL, 0, NULL, err, errlen))) goto out;
     const char *p[1] = { since };
@@ -441,12 +455,15 @@ static int export_data(kf_db *db, const char *dir, const char *since, char **now
         int changed = PQgetvalue(idx, i, 1)[0] == 't';
         if (!changed && file_exists(dir, name)) continue;
         const char *cp[1] = { cid };
+
         PGresult *c = kf_db_exec(db, csql, 1, cp, err, errlen);
+
         if (!c) goto out;
         int wr = PQntuples(c) == 1 ? write_data(dir, name, key, PQgetvalue(c, 0, 0), err, errlen) : 0;
         PQclear(c);
         if (wr < 0) goto out;
         if (export_candidates(db, ksql, dir, cid, changed ? since : NULL, err, errlen) < 0) goto out;
+
     }
     kf_strbuf_add(&b, "{\"generated_at\": ");
     kf_strbuf_add(&b, PQgetvalue(w, 0, 1));
