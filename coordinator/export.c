@@ -18,8 +18,8 @@
  * The JSON is built by PostgreSQL (json_build_object/json_build_array), so
  * it is always valid with correct escaping; all queries run in one
  * REPEATABLE READ transaction, so the index, campaign and candidate files of
- * one export agree. Candidate rows are read through a cursor (bounded memory
- * for any campaign size). Columns another part of the system may add
+ * one export agree. Candidate rows are streamed (libpq's single-row mode:
+ * bounded memory for any campaign size). Columns another part of the system may add
  * (a result's confirmation state, a worker's quarantine reason) are read
  * through to_jsonb(row)->'name', which is NULL when the column is absent:
  * the export works on either schema.
@@ -148,7 +148,6 @@ static const char CAMPAIGN_SQL[] =
  * a bucket with a change. One row per candidate: id, json.
  * %s: the job's and the evaluation's confirmation state (conf_columns()). */
 static const char CANDIDATES_SQL[] =
-    "DECLARE kf_export_cands NO SCROLL CURSOR FOR "
     "SELECT k.id, json_build_object('id', k.id, 'campaign_id', k.campaign_id,"
     " 'parent_id', k.parent_id, 'parent_sha256', (SELECT sha256 FROM candidates WHERE id = k.parent_id),"
     " 'proposer', k.proposer, 'defines', k.defines, 'sha256', k.sha256, 'note', k.note,"
@@ -362,58 +361,70 @@ static int file_exists(const char *dir, const char *name)
     return stat(path, &st) == 0;
 }
 
+/* Write the bucket being built in b (its candidates' objects, comma
+ * separated) as dir/data/c<cid>/b<bk>.js and empty b. */
+static int flush_bucket(const char *dir, const char *cid, long bk, kf_strbuf *b, char *err,
+                        size_t errlen)
+{
+    char name[128], key[64];
+    snprintf(name, sizeof(name), "data/c%s/b%ld.js", cid, bk);
+    snprintf(key, sizeof(key), "c%s/b%ld", cid, bk);
+    kf_strbuf_add(b, "}");
+    int rc;
+    if (b->oom) {
+        snprintf(err, errlen, "out of memory");
+        rc = -1;
+    } else {
+        rc = write_data(dir, name, key, b->s, err, errlen);
+    }
+    b->len = 0;
+    return rc;
+}
+
 /* The candidate files of campaign cid: all, or those with a candidate that
  * changed since since. A file holds the candidates of one bucket of ids
  * (KF_EXPORT_BUCKET): one file per candidate would cost more in file
- * creation than everything else (100,000 files take ~15 s on a small VM). */
+ * creation than everything else (100,000 files take ~15 s on a small VM).
+ * Rows come in libpq's single-row mode: memory stays bounded, and the
+ * server builds the next rows while this process writes files. */
 static int export_candidates(kf_db *db, const char *sql, const char *dir, const char *cid,
                              const char *since, char *err, size_t errlen)
 {
-    char bucket[32];
+    char bucket[32], sub[64];
     snprintf(bucket, sizeof(bucket), "%d", KF_EXPORT_BUCKET);
-    const char *p[3] = { cid, since, bucket };
-    if (kf_db_cmd(db, sql, 3, p, err, errlen) < 0) return -1;
-    char sub[64];
     snprintf(sub, sizeof(sub), "data/c%s", cid);
-    int rc = mkdir_in(dir, sub, err, errlen);
+    if (mkdir_in(dir, sub, err, errlen) < 0) return -1;
+    const char *p[3] = { cid, since, bucket };
+    PGconn *conn = kf_db_conn(db);
+    if (!PQsendQueryParams(conn, sql, 3, NULL, p, NULL, NULL, 0) || !PQsetSingleRowMode(conn)) {
+        snprintf(err, errlen, "candidates of campaign %s: %s", cid, PQerrorMessage(conn));
+        err[strcspn(err, "\n")] = 0;
+        PGresult *r;
+        while ((r = PQgetResult(conn))) PQclear(r);
+        return -1;
+    }
     kf_strbuf b = { 0 };
     long cur = -1;
-    for (;;) {
-        PGresult *r = rc < 0 ? NULL : kf_db_exec(db, "FETCH 1000 FROM kf_export_cands", 0, NULL, err, errlen);
-        if (!r) {
-            rc = -1;
-            break;
-        }
-        int n = PQntuples(r);
-        for (int i = 0; i <= n && rc == 0; i++) {
-            long kid = i < n ? atol(PQgetvalue(r, i, 0)) : -1;
-            long bk = i < n ? kid / KF_EXPORT_BUCKET : -1;
-            if (cur >= 0 && (bk != cur || (i == n && n == 0))) { /* close the bucket */
-                char name[128], key[64];
-                kf_strbuf_add(&b, "}");
-                snprintf(name, sizeof(name), "%s/b%ld.js", sub, cur);
-                snprintf(key, sizeof(key), "c%s/b%ld", cid, cur);
-                if (b.oom) {
-                    snprintf(err, errlen, "out of memory");
-                    rc = -1;
-                } else {
-                    rc = write_data(dir, name, key, b.s, err, errlen);
-                }
-                b.len = 0;
-                cur = -1;
-            }
-            if (i == n || rc < 0) break;
-            kf_strbuf_add(&b, cur < 0 ? "{" : ",\n");
+    int rc = 0;
+    PGresult *r;
+    while ((r = PQgetResult(conn))) { /* read to the end, even after an error */
+        ExecStatusType st = PQresultStatus(r);
+        if (st == PGRES_SINGLE_TUPLE && rc == 0) {
+            long kid = atol(PQgetvalue(r, 0, 0)), bk = kid / KF_EXPORT_BUCKET;
+            if (cur >= 0 && bk != cur) rc = flush_bucket(dir, cid, cur, &b, err, errlen);
+            kf_strbuf_add(&b, b.len ? ",\n" : "{");
             kf_strbuf_printf(&b, "\"%ld\": ", kid);
-            kf_strbuf_add(&b, PQgetvalue(r, i, 1));
+            kf_strbuf_add(&b, PQgetvalue(r, 0, 1));
             cur = bk;
+        } else if (st != PGRES_SINGLE_TUPLE && st != PGRES_TUPLES_OK && rc == 0) {
+            snprintf(err, errlen, "candidates of campaign %s: %s", cid, PQresultErrorMessage(r));
+            err[strcspn(err, "\n")] = 0;
+            rc = -1;
         }
         PQclear(r);
-        if (rc < 0 || n == 0) break;
     }
+    if (rc == 0 && cur >= 0) rc = flush_bucket(dir, cid, cur, &b, err, errlen);
     free(b.s);
-    char e2[256];
-    kf_db_cmd(db, "CLOSE kf_export_cands", 0, NULL, e2, sizeof(e2));
     return rc;
 }
 

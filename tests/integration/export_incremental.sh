@@ -3,7 +3,8 @@
 # what changed: with nothing new, only data/index.js; after a new evaluation
 # of one candidate, that campaign's file and that candidate's bucket (and no
 # other bucket), and both then carry the new attempt. A `kfarm export` into a
-# fresh folder writes the same campaign file.
+# fresh folder writes the same campaign file, and every candidate once, in
+# its bucket.
 source "$(dirname "$0")/../lib.sh"
 
 kf db migrate >/dev/null
@@ -34,4 +35,16 @@ kill -TERM "$T_COORD"; wait "$T_COORD" 2>/dev/null || true
 kf export --out "$T_DIR/full" >/dev/null
 check "a full export writes the same campaign file" \
   bash -c "sed 's/\"generated_at\":\"[^\"]*\"//' '$S/c$cid.js' >'$T_DIR/a'; sed 's/\"generated_at\":\"[^\"]*\"//' '$T_DIR/full/data/c$cid.js' >'$T_DIR/b'; cmp -s '$T_DIR/a' '$T_DIR/b'"
+check "the full export has every candidate in exactly its bucket" eq "$(python3 - "$T_DIR/full/data" "$cid" <<'PY'
+import glob, json, re, sys
+ids = []
+for f in glob.glob(f"{sys.argv[1]}/c{sys.argv[2]}/b*.js"):
+    t = open(f).read()
+    d = json.loads(re.sub(r"\\(.)", lambda m: {"n": "\n", "r": "\r"}.get(m.group(1), m.group(1)),
+                          t[t.index("JSON.parse('") + 12:t.rindex("'))")]))
+    n = int(re.search(r"/b(\d+)\.js$", f).group(1))
+    ids += [int(k) for k in d if int(k) // 32 == n and d[k]["id"] == int(k)]
+print(len(ids), len(set(ids)))
+PY
+)" "$(sql "SELECT count(*) || ' ' || count(*) FROM candidates WHERE campaign_id = $cid")"
 finish
