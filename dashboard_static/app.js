@@ -241,41 +241,49 @@
   var timeAxis = { values: function (u, ticks) { return ticks.map(function (t) { return whenEpoch(t).slice(5, 16); }); } };
 
   /* ---- campaign tables: one array per column -> row objects ---- */
-  function col(T, name, i) { var a = T && T[name]; return a ? a[i] : undefined; }
-  function len(T) { var n = 0; for (var c in (T || {})) if (Array.isArray(T[c])) n = Math.max(n, T[c].length); return n; }
+  var NONE = [];
+  function cols(T, names) { /* the column arrays (an empty one when absent) */
+    var o = {};
+    names.forEach(function (n) { o[n] = (T && Array.isArray(T[n])) ? T[n] : NONE; });
+    return o;
+  }
   /* Campaign file -> model used by the pages (computed once per file). Row
    * objects are built with fixed keys in a fixed order (one shape each). */
   function model(C) {
     if (C._m) return C._m;
     var vn = C.verdict_names || [], sn = C.state_names || [], det = C.details || [], tg = C.targets || [];
-    var wn = C.worker_names || [], dn = C.define_sets || [];
+    var wn = C.worker_names || [], dn = C.define_sets || [], t0 = C.t0 || 0;
     function name(list, x) { return typeof x === "number" ? list[x] : x; }
-    var K = C.cands, cands = new Array(len(K)), byId = new Map(), i;
+    function at(a, i) { return i < a.length ? a[i] : null; }
+    var K = cols(C.cands, ["id", "parent", "proposer", "defines", "t", "round", "proposal"]);
+    var cands = new Array(K.id.length), byId = new Map(), i;
     for (i = 0; i < cands.length; i++) {
-      cands[i] = { id: K.id[i], parent: col(K, "parent", i), proposer: col(K, "proposer", i),
-        defines: name(dn, col(K, "defines", i)), t: col(K, "t", i), round: col(K, "round", i),
-        proposal: col(K, "proposal", i), results: [] };
+      cands[i] = { id: K.id[i], parent: at(K.parent, i), proposer: at(K.proposer, i), defines: name(dn, at(K.defines, i)),
+        t: at(K.t, i), round: at(K.round, i), proposal: at(K.proposal, i), results: [] };
       byId.set(cands[i].id, cands[i]);
     }
-    var R = C.res, res = new Array(len(R));
+    var R = cols(C.res, ["k", "target", "state", "verdict", "speedup", "cand_us", "base_us", "cv", "lo", "hi", "noisy",
+      "tries", "worker", "t", "detail", "conf"]);
+    var res = new Array(R.k.length);
     for (i = 0; i < res.length; i++) {
-      var t = col(R, "t", i), d = col(R, "detail", i), k = R.k[i];
-      var r = res[i] = { k: k, cand: byId.get(k), target: tg[col(R, "target", i)], state: name(sn, col(R, "state", i)),
-        verdict: name(vn, col(R, "verdict", i)), speedup: col(R, "speedup", i), cand_us: col(R, "cand_us", i),
-        base_us: col(R, "base_us", i), cv: col(R, "cv", i), lo: col(R, "lo", i), hi: col(R, "hi", i),
-        noisy: col(R, "noisy", i), tries: col(R, "tries", i), worker: name(wn, col(R, "worker", i)),
-        tabs: nz(t) ? C.t0 + t : null, detail: nz(d) ? det[d] : null, conf: col(R, "conf", i) };
+      var t = at(R.t, i), d = at(R.detail, i), k = R.k[i];
+      var r = res[i] = { k: k, cand: byId.get(k), target: tg[at(R.target, i)], state: name(sn, at(R.state, i)),
+        verdict: name(vn, at(R.verdict, i)), speedup: at(R.speedup, i), cand_us: at(R.cand_us, i),
+        base_us: at(R.base_us, i), cv: at(R.cv, i), lo: at(R.lo, i), hi: at(R.hi, i),
+        noisy: at(R.noisy, i), tries: at(R.tries, i), worker: name(wn, at(R.worker, i)),
+        tabs: t !== null ? t0 + t : null, detail: d !== null ? det[d] : null, conf: at(R.conf, i) };
       if (r.cand) r.cand.results.push(r);
     }
-    var E = C.evs, evs = new Array(len(E));
+    var E = cols(C.evs, ["t", "k", "target", "verdict", "speedup", "worker", "detail"]), evs = new Array(E.t.length);
     for (i = 0; i < evs.length; i++)
-      evs[i] = { tabs: C.t0 + E.t[i], k: col(E, "k", i), target: tg[col(E, "target", i)], verdict: name(vn, col(E, "verdict", i)),
-        speedup: col(E, "speedup", i), worker: col(E, "worker", i), detail: col(E, "detail", i) };
-    var Q = C.props, props = new Array(len(Q));
+      evs[i] = { tabs: t0 + E.t[i], k: at(E.k, i), target: tg[at(E.target, i)], verdict: name(vn, at(E.verdict, i)),
+        speedup: at(E.speedup, i), worker: at(E.worker, i), detail: at(E.detail, i) };
+    var Q = cols(C.props, ["id", "round", "state", "model", "tokens_in", "tokens_out", "finish", "candidate", "latency_s", "reason"]);
+    var props = new Array(Q.id.length);
     for (i = 0; i < props.length; i++)
-      props[i] = { id: Q.id[i], round: col(Q, "round", i), state: col(Q, "state", i), model: col(Q, "model", i),
-        tokens_in: col(Q, "tokens_in", i), tokens_out: col(Q, "tokens_out", i), finish: col(Q, "finish", i),
-        candidate: col(Q, "candidate", i), latency_s: col(Q, "latency_s", i), reason: col(Q, "reason", i) };
+      props[i] = { id: Q.id[i], round: at(Q.round, i), state: at(Q.state, i), model: at(Q.model, i),
+        tokens_in: at(Q.tokens_in, i), tokens_out: at(Q.tokens_out, i), finish: at(Q.finish, i),
+        candidate: at(Q.candidate, i), latency_s: at(Q.latency_s, i), reason: at(Q.reason, i) };
     var hasConf = res.some(function (r) { return nz(r.conf); });
     C._m = { cands: cands, byId: byId, res: res, evs: evs, props: props, hasConf: hasConf };
     return C._m;
@@ -390,6 +398,12 @@
   }
   /* Failure rate per round: the LLM's rounds when most candidates come from
    * one; otherwise batches of candidates in creation order. */
+  var reasons = new Map();
+  function reasonOf(v, d) { /* "verdict: first line of the detail", memoized (details repeat) */
+    var key = v + "\u0001" + (d || ""), r = reasons.get(key);
+    if (r === undefined) { r = v + (d ? ": " + d.split("\n")[0].slice(0, 80) : ""); reasons.set(key, r); }
+    return r;
+  }
   function roundsOf(C, M) {
     var withRound = M.cands.filter(function (k) { return nz(k.round); }).length;
     var byRound = new Map(), useRound = withRound > 0 && withRound * 2 >= M.cands.length;
@@ -403,7 +417,7 @@
         g.attempts++;
         if (x.verdict !== "ok") {
           g.failed++;
-          var why = x.verdict + (x.detail ? ": " + x.detail.split("\n")[0].slice(0, 80) : "");
+          var why = reasonOf(x.verdict, x.detail);
           g.reasons[why] = (g.reasons[why] || 0) + 1;
         }
       });

@@ -8,7 +8,7 @@
 source "$(dirname "$0")/../lib.sh"
 
 kf db migrate >/dev/null
-psql "$KFARM_DB" -qtAX -v ON_ERROR_STOP=1 -v n=500 -v name=inc -f "$KFARM_SRC/tests/browser/synth.sql"
+psql "$KFARM_DB" -qtAX -v ON_ERROR_STOP=1 -v n=1100 -v name=inc -f "$KFARM_SRC/tests/browser/synth.sql"
 # paused: the coordinator must not run the campaign's strategy
 sql "UPDATE campaigns SET state = 'paused', updated_at = now() - interval '1 hour'" >/dev/null
 start_coordinator --export-dir "$T_DIR/site" --export-interval 1
