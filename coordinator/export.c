@@ -14,6 +14,8 @@
  *                            parent's sha256, results with metrics, compile
  *                            logs, every attempt, and its model proposal's
  *                            prompt and reply
+ *   data/c<ID>/p<PID/32>.js  the model proposals that made no candidate, with
+ *                            their prompt and reply
  *
  * The JSON is built by PostgreSQL (json_build_object/json_build_array), so
  * it is always valid with correct escaping; all queries run in one
@@ -181,6 +183,23 @@ static const char CANDIDATES_SQL[] =
     "   OR EXISTS (SELECT 1 FROM evaluations e WHERE e.candidate_id = k2.id AND e.created_at >= $2::timestamptz)"
     "   OR EXISTS (SELECT 1 FROM proposals p WHERE p.id = k2.proposal_id AND p.created_at >= $2::timestamptz))))"
     " ORDER BY k.id";
+
+/* $1 campaign id, $2 since (NULL: all), $3 bucket size: the model proposals
+ * that made no candidate (cut off, no code, endpoint errors, rejected), with
+ * their prompt and reply, in buckets by id like the candidates. One row per
+ * proposal: id, json. */
+static const char PROPOSALS_SQL[] =
+    "SELECT p.id, json_build_object('id', p.id, 'kind', p.kind, 'round', p.round, 'slot', p.slot,"
+    " 'lineage', p.lineage, 'parent_id', p.parent_id, 'state', p.state, 'model', p.model,"
+    " 'temperature', p.temperature, 'finish_reason', p.finish_reason, 'reason', p.reason,"
+    " 'prompt_tokens', p.prompt_tokens, 'completion_tokens', p.completion_tokens, 'attempts', p.attempts,"
+    " 'http_status', p.http_status, 'latency_s', p.latency_s, 'reviewer_note', p.reviewer_note,"
+    " 'created_at', p.created_at, 'prompt', p.prompt, 'reply', p.reply, 'code', p.code)::text"
+    " FROM proposals p WHERE p.campaign_id = $1::bigint AND p.candidate_id IS NULL"
+    " AND ($2::timestamptz IS NULL OR p.id / $3::int IN (SELECT id / $3::int FROM proposals"
+    "   WHERE campaign_id = $1::bigint AND candidate_id IS NULL AND (created_at >= $2::timestamptz"
+    "   OR answered_at >= $2::timestamptz OR finished_at >= $2::timestamptz)))"
+    " ORDER BY p.id";
 
 /* Summaries for the list: one row per campaign: id, changed since $1, json. */
 static const char INDEX_SQL[] =
@@ -362,13 +381,13 @@ static int file_exists(const char *dir, const char *name)
 }
 
 /* Write the bucket being built in b (its candidates' objects, comma
- * separated) as dir/data/c<cid>/b<bk>.js and empty b. */
-static int flush_bucket(const char *dir, const char *cid, long bk, kf_strbuf *b, char *err,
+ * separated) as dir/data/c<cid>/<kind><bk>.js and empty b. */
+static int flush_bucket(const char *dir, const char *cid, char kind, long bk, kf_strbuf *b, char *err,
                         size_t errlen)
 {
     char name[128], key[64];
-    snprintf(name, sizeof(name), "data/c%s/b%ld.js", cid, bk);
-    snprintf(key, sizeof(key), "c%s/b%ld", cid, bk);
+    snprintf(name, sizeof(name), "data/c%s/%c%ld.js", cid, kind, bk);
+    snprintf(key, sizeof(key), "c%s/%c%ld", cid, kind, bk);
     kf_strbuf_add(b, "}");
     int rc;
     if (b->oom) {
@@ -381,14 +400,15 @@ static int flush_bucket(const char *dir, const char *cid, long bk, kf_strbuf *b,
     return rc;
 }
 
-/* The candidate files of campaign cid: all, or those with a candidate that
- * changed since since. A file holds the candidates of one bucket of ids
+/* The candidate files (kind 'b', sql CANDIDATES_SQL) or proposal files
+ * (kind 'p', PROPOSALS_SQL) of campaign cid: all, or those with a row that
+ * changed since since. A file holds the rows of one bucket of ids
  * (KF_EXPORT_BUCKET): one file per candidate would cost more in file
  * creation than everything else (100,000 files take ~15 s on a small VM).
  * Rows come in libpq's single-row mode: memory stays bounded, and the
  * server builds the next rows while this process writes files. */
-static int export_candidates(kf_db *db, const char *sql, const char *dir, const char *cid,
-                             const char *since, char *err, size_t errlen)
+static int export_buckets(kf_db *db, const char *sql, char kind, const char *dir, const char *cid,
+                          const char *since, char *err, size_t errlen)
 {
     char bucket[32], sub[64];
     snprintf(bucket, sizeof(bucket), "%d", KF_EXPORT_BUCKET);
@@ -397,7 +417,8 @@ static int export_candidates(kf_db *db, const char *sql, const char *dir, const 
     const char *p[3] = { cid, since, bucket };
     PGconn *conn = kf_db_conn(db);
     if (!PQsendQueryParams(conn, sql, 3, NULL, p, NULL, NULL, 0) || !PQsetSingleRowMode(conn)) {
-        snprintf(err, errlen, "candidates of campaign %s: %s", cid, PQerrorMessage(conn));
+        snprintf(err, errlen, "%s of campaign %s: %s", kind == 'b' ? "candidates" : "proposals", cid,
+                 PQerrorMessage(conn));
         err[strcspn(err, "\n")] = 0;
         PGresult *r;
         while ((r = PQgetResult(conn))) PQclear(r);
@@ -411,19 +432,20 @@ static int export_candidates(kf_db *db, const char *sql, const char *dir, const 
         ExecStatusType st = PQresultStatus(r);
         if (st == PGRES_SINGLE_TUPLE && rc == 0) {
             long kid = atol(PQgetvalue(r, 0, 0)), bk = kid / KF_EXPORT_BUCKET;
-            if (cur >= 0 && bk != cur) rc = flush_bucket(dir, cid, cur, &b, err, errlen);
+            if (cur >= 0 && bk != cur) rc = flush_bucket(dir, cid, kind, cur, &b, err, errlen);
             kf_strbuf_add(&b, b.len ? ",\n" : "{");
             kf_strbuf_printf(&b, "\"%ld\": ", kid);
             kf_strbuf_add(&b, PQgetvalue(r, 0, 1));
             cur = bk;
         } else if (st != PGRES_SINGLE_TUPLE && st != PGRES_TUPLES_OK && rc == 0) {
-            snprintf(err, errlen, "candidates of campaign %s: %s", cid, PQresultErrorMessage(r));
+            snprintf(err, errlen, "%s of campaign %s: %s", kind == 'b' ? "candidates" : "proposals", cid,
+                     PQresultErrorMessage(r));
             err[strcspn(err, "\n")] = 0;
             rc = -1;
         }
         PQclear(r);
     }
-    if (rc == 0 && cur >= 0) rc = flush_bucket(dir, cid, cur, &b, err, errlen);
+    if (rc == 0 && cur >= 0) rc = flush_bucket(dir, cid, kind, cur, &b, err, errlen);
     free(b.s);
     return rc;
 }
@@ -475,8 +497,9 @@ static int export_data(kf_db *db, const char *dir, const char *since, char **now
         int wr = PQntuples(c) == 1 ? write_data(dir, name, key, PQgetvalue(c, 0, 0), err, errlen) : 0;
         PQclear(c);
         if (wr < 0) goto out;
-        if (export_candidates(db, ksql, dir, cid, changed ? since : NULL, err, errlen) < 0) goto out;
-
+        if (export_buckets(db, ksql, 'b', dir, cid, changed ? since : NULL, err, errlen) < 0 ||
+            export_buckets(db, PROPOSALS_SQL, 'p', dir, cid, changed ? since : NULL, err, errlen) < 0)
+            goto out;
     }
     kf_strbuf_add(&b, "{\"generated_at\": ");
     kf_strbuf_add(&b, PQgetvalue(w, 0, 1));

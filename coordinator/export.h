@@ -12,9 +12,11 @@
  *     DIR/data/c<ID>.js                     one campaign's rows
  *     DIR/data/c<ID>/b<N>.js                candidates N*32 .. N*32+31 by id:
  *                                           source, logs, metrics, prompt
+ *     DIR/data/c<ID>/p<N>.js                proposals N*32 .. N*32+31 that made
+ *                                           no candidate: prompt, reply, why
  *
  * Each data file is a script calling kfarmData("KEY", {...}) (KEY: index,
- * c<ID>, c<ID>/b<N>), which the page loads on demand by inserting a
+ * c<ID>, c<ID>/b<N>, c<ID>/p<N>), which the page loads on demand by inserting a
  * <script> element: a page parses only what it shows, so a campaign of
  * 100,000 candidates opens as fast as the list of campaigns allows.
  *

@@ -4,8 +4,9 @@
  * Data. `kfarm export` writes data files that are scripts calling
  * kfarmData(KEY, object) (coordinator/export.h): data/index.js (campaign
  * summaries, the fleet), data/c<ID>.js (one campaign's rows, as arrays under
- * columns) and data/c<ID>/b<N>.js (candidates N*32..N*32+31 with their
- * sources, logs, metrics, prompts). load(KEY) inserts a <script> element and
+ * columns), data/c<ID>/b<N>.js (candidates N*32..N*32+31 with their
+ * sources, logs, metrics, prompts) and data/c<ID>/p<N>.js (proposals that
+ * made no candidate, with their prompts and replies). load(KEY) inserts a <script> element and
  * resolves when the file has called kfarmData: this works from file://
  * (where fetch() of local files is refused) and from any static web server.
  * A page loads only what it shows. Served over http, the page re-reads
@@ -20,6 +21,8 @@
  *   #c/NAME/ID        one candidate: results, timing per shape, profile,
  *                     verdict history, prompt and reply, source, diff to
  *                     its parent, compile logs
+ *   #c/NAME/p/ID      a model proposal that made no candidate: why, prompt,
+ *                     reply
  *   #fleet            the workers
  *
  * Libraries (vendor/, from npm through tools/dashboard-vendor): uPlot for
@@ -571,7 +574,8 @@
       out.push(section("Model proposals (" + M.props.length + ")", "s-proposals"),
         muted(tin + " prompt + " + tout + " completion tokens"),
         dataTable("proposals", [
-          { name: "id", num: true, get: function (p) { return p.id; } },
+          { name: "id", num: true, get: function (p) { return p.id; }, find: function (p) { return "#" + p.id; },
+            show: function (p) { return p.candidate ? "#" + p.id : link("#c/" + cn + "/p/" + p.id, "#" + p.id); } },
           { name: "round", num: true, get: function (p) { return p.round; } },
           { name: "state", get: function (p) { return p.state; } },
           { name: "model", get: function (p) { return p.model; } },
@@ -725,6 +729,23 @@
     return out;
   }
 
+  /* ---- a model proposal that made no candidate ---- */
+  function viewProposal(C, id, p) {
+    var cn = enc(C.name);
+    var out = [el("h1", null, link("#", "Campaigns"), " / ", link("#c/" + cn, C.name), " / proposal #" + id)];
+    if (!p) { out.push(el("p", { "class": "error", text: "No proposal #" + id + " without a candidate in campaign " + C.name + "." })); return out; }
+    out.push(el("p", null, "state ", el("b", { text: p.state }), ", " + (p.model || "-") + ", round " + p.round +
+      ", temperature " + fmt(p.temperature, 2) + ", tokens " + (p.prompt_tokens || 0) + " in / " + (p.completion_tokens || 0) +
+      " out, finish " + (p.finish_reason || "-") + ", HTTP " + (p.http_status || "-") + ", " + p.attempts + " attempts, " +
+      fmt(p.latency_s, 1) + " s", p.parent_id ? [", parent ", link("#c/" + cn + "/" + p.parent_id, "#" + p.parent_id)] : null));
+    if (p.reason) out.push(el("p", null, "why no candidate: ", el("span", { "class": "reason", text: p.reason })));
+    if (p.reviewer_note) out.push(muted("review: " + p.reviewer_note));
+    out.push(section("Prompt", "s-prompt"), pre(p.prompt || "", "prompt"));
+    out.push(section("Reply", "s-reply"), pre(p.reply || "", "reply"));
+    if (p.code) out.push(section("Extracted code", "s-code"), pre(p.code, "code"));
+    return out;
+  }
+
   /* ---- fleet ---- */
   function workerState(w) {
     if (w.quarantined) return "quarantined";
@@ -786,6 +807,12 @@
       if (P[0] === "c" && P.length >= 2) {
         var c = campaignByName(I, P[1]);
         if (!c) return [el("p", { "class": "error", text: "No campaign " + P[1] + "." })];
+        if (P[2] === "p" && P.length >= 4) {
+          var pid = Number(P[3]);
+          return load("c" + c.id + "/p" + Math.floor(pid / BUCKET), fresh).then(function (B) {
+            return viewProposal(c, pid, B[pid]);
+          }, function () { return viewProposal(c, pid, null); });
+        }
         if (P.length >= 3 && P[2] !== "") {
           var id = Number(P[2]), missing = [el("h1", null, link("#", "Campaigns"), " / ", link("#c/" + enc(c.name), c.name)),
             el("p", { "class": "error", text: "No candidate #" + P[2] + " in campaign " + c.name + "." })];

@@ -57,7 +57,8 @@ SELECT json_build_object(
      'online', (SELECT count(*) FROM workers WHERE NOT quarantined AND last_seen >= now() - interval '100 s'),
      'offline', (SELECT count(*) FROM workers WHERE NOT quarantined AND last_seen < now() - interval '100 s'),
      'quarantined', (SELECT count(*) FROM workers WHERE quarantined)),
-  'hostile', json_build_object('campaign', 'big', 'candidate', (SELECT id FROM candidates WHERE sha256 = 'sha--1')),
+  'hostile', json_build_object('campaign', 'big', 'candidate', (SELECT id FROM candidates WHERE sha256 = 'sha--1'),
+     'failed_proposal', (SELECT id FROM proposals WHERE reply LIKE '%KF_PWNED=2%')),
   'refresh_state', 'paused')" >"$T_DIR/expect.json"
 check "both campaigns have a best result to check" eq \
   "$(python3 -c "import json; print(len(json.load(open('$T_DIR/expect.json'))['campaigns']))")" 2

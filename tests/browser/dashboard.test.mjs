@@ -8,7 +8,7 @@
  * EXPECT_JSON: { campaigns: [{name, candidates, jobs_done, jobs_total,
  * attempts, best: [{target, candidate_id, speedup}], results, ok, proposals,
  * best_candidate, parent_candidate}], fleet: {online, offline, quarantined},
- * hostile: {campaign, candidate} }.
+ * hostile: {campaign, candidate, failed_proposal} }.
  *
  * Every page of every campaign is opened from file:// (and a deep link in a
  * fresh page); no page may log a console error or throw. Numbers on the
@@ -154,6 +154,16 @@ for (const c of X.campaigns) {
   check('hostile: detail in the table shows as text', cell.includes('<img src=x'), cell);
   await p.waitForTimeout(200);
   eq('hostile: no injected script ran', await p.evaluate(() => window.KF_PWNED), undefined);
+  /* a proposal that made no candidate: linked from the proposals table, its reply as text */
+  await p.locator('#proposals input[type=search]').fill('#' + hc.failed_proposal);
+  await p.locator('#proposals a', { hasText: '#' + hc.failed_proposal }).first().click().catch(() => {});
+  await p.waitForFunction((h) => document.querySelector('main').getAttribute('data-route') === h,
+    `#c/${encodeURIComponent(hc.campaign)}/p/${hc.failed_proposal}`, { timeout: 30000 }).catch(() => {});
+  check('proposal: a failed proposal opens from the proposals table with why',
+    (await p.locator('main .reason').count()) === 1 && (await text(p, 'main .reason')).includes('cut off'));
+  const reply = await p.locator('pre.reply').count() ? await text(p, 'pre.reply') : '';
+  check('hostile: a reply with markup shows as text', reply.includes('<script>window.KF_PWNED=2</script> <i>cut'), reply);
+  eq('hostile: no injected script ran on the proposal page', await p.evaluate(() => window.KF_PWNED), undefined);
   await p.close();
 }
 

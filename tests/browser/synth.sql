@@ -6,7 +6,8 @@
 -- rounds of 1000 candidates with an LLM proposal each for every 50th
 -- candidate. Deterministic (no random()): the test recomputes its numbers
 -- from the database. Candidate :n/2 carries hostile markup in its source,
--- detail, compile log and prompt.
+-- detail, compile log and prompt, and the failed proposal after it in its
+-- reply.
 \set ON_ERROR_STOP 1
 BEGIN;
 INSERT INTO tasks (name, spec, spec_text, sha256)
@@ -29,7 +30,8 @@ SELECT c.id, 'llm', g / 1000, g, CASE WHEN g % 50 = 0 THEN 'done' ELSE 'failed' 
        1200, 800, 1, 2.5,
        CASE WHEN g = (:n / 2 / 50) * 50 THEN 'Prompt <img src=x onerror="window.KF_PWNED=1"> <b>bold</b> &amp; </script>'
             ELSE 'Make the kernel faster (round ' || g / 1000 || ').' END,
-       'Here is a faster kernel.', now() - interval '8 hours' + g * interval '250 ms'
+       CASE WHEN g = (:n / 2 / 50) * 50 + 25 THEN 'Reply <script>window.KF_PWNED=2</script> <i>cut'
+            ELSE 'Here is a faster kernel.' END, now() - interval '8 hours' + g * interval '250 ms'
 FROM campaigns c, generate_series(0, :n - 1, 25) g WHERE c.name = :'name';
 INSERT INTO candidates (campaign_id, source, sha256, defines, parent_id, proposer, created_at, proposal_id)
 SELECT c.id,
