@@ -25,7 +25,7 @@ const c = '#c/' + encodeURIComponent(campaign);
 await shot('', 'dashboard-list.png');
 await shot(c, 'dashboard-campaign.png');
 await shot(c, 'dashboard-campaign-tables.png', { scrollTo: 's-tunables' });
-await shot(`${c}/${candidate}`, 'dashboard-candidate.png', { scrollTo: 's-results' });
+await shot(`${c}/${candidate}`, 'dashboard-candidate.png');
 await shot(`${c}/${candidate}`, 'dashboard-candidate-source.png', { scrollTo: 's-source' });
 await shot('#fleet', 'dashboard-fleet.png');
 await b.close();
