@@ -20,7 +20,9 @@
  * The JSON is built by PostgreSQL (json_build_object/json_build_array), so
  * it is always valid with correct escaping; all queries run in one
  * REPEATABLE READ transaction, so the index, campaign and candidate files of
- * one export agree. Candidate rows are streamed (libpq's single-row mode:
+ * one export agree; the campaign query runs on a second connection sharing
+ * that snapshot (pg_export_snapshot) while this one streams the candidate
+ * rows, so two server processes work at once. Candidate rows are streamed (libpq's single-row mode:
  * bounded memory for any campaign size). Columns another part of the system may add
  * (a result's confirmation state, a worker's quarantine reason) are read
  * through to_jsonb(row)->'name', which is NULL when the column is absent:
@@ -450,6 +452,78 @@ static int export_buckets(kf_db *db, const char *sql, char kind, const char *dir
     return rc;
 }
 
+/* A second connection to the same database that sees the same snapshot as
+ * db's open transaction: the campaign query runs on it while db streams the
+ * candidate rows (two server processes, one snapshot). NULL when it cannot
+ * be made: the caller then runs everything on db. */
+static PGconn *open_twin(kf_db *db)
+{
+    PGconn *c1 = kf_db_conn(db);
+    PQconninfoOption *opts = PQconninfo(c1);
+    if (!opts) return NULL;
+    const char *kw[64], *val[64];
+    int n = 0;
+    for (PQconninfoOption *o = opts; o->keyword && n < 63; o++) {
+        if (!o->val || !*o->val) continue;
+        kw[n] = o->keyword;
+        val[n++] = o->val;
+    }
+    kw[n] = val[n] = NULL;
+    PGconn *c2 = PQconnectdbParams(kw, val, 0);
+    PQconninfoFree(opts);
+    PGresult *snap = NULL, *r = NULL;
+    int ok = PQstatus(c2) == CONNECTION_OK;
+    if (ok) {
+        snap = PQexec(c1, "SELECT pg_export_snapshot()");
+        ok = PQresultStatus(snap) == PGRES_TUPLES_OK && PQntuples(snap) == 1;
+    }
+    if (ok) {
+        r = PQexec(c2, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+        ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+        PQclear(r);
+    }
+    if (ok) {
+        const char *p[1] = { PQgetvalue(snap, 0, 0) };
+        /* SET TRANSACTION SNAPSHOT takes no parameters: quote the id */
+        char *q = PQescapeLiteral(c2, p[0], strlen(p[0]));
+        char sql[256];
+        snprintf(sql, sizeof(sql), "SET TRANSACTION SNAPSHOT %s", q ? q : "''");
+        PQfreemem(q);
+        r = PQexec(c2, sql);
+        ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+        PQclear(r);
+    }
+    if (ok) {
+        r = PQexec(c2, "SET LOCAL work_mem = '64MB'");
+        ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+        PQclear(r);
+    }
+    PQclear(snap);
+    if (!ok) {
+        PQfinish(c2);
+        return NULL;
+    }
+    return c2;
+}
+
+/* Wait for the single-row result of a query sent on c; NULL with reason. */
+static PGresult *twin_result(PGconn *c, char *err, size_t errlen)
+{
+    PGresult *r, *keep = NULL;
+    while ((r = PQgetResult(c))) {
+        if (!keep && PQresultStatus(r) == PGRES_TUPLES_OK) {
+            keep = r;
+            continue;
+        }
+        if (PQresultStatus(r) != PGRES_TUPLES_OK && err[0] == 0) {
+            snprintf(err, errlen, "campaign: %s", PQresultErrorMessage(r));
+            err[strcspn(err, "\n")] = 0;
+        }
+        PQclear(r);
+    }
+    return keep;
+}
+
 /* Export the data files; since NULL: all, else only what changed since then
  * (a timestamptz text). *now_out receives the database time the export's
  * snapshot was taken (malloc'ed). */
@@ -466,6 +540,7 @@ static int export_data(kf_db *db, const char *dir, const char *since, char **now
     }
     int rc = -1;
     PGresult *w = NULL, *idx = NULL;
+    PGconn *twin = NULL;
     kf_strbuf b = { 0 };
     char ev_f[128], ev_e[128], job[128];
     conf_columns(db, ev_f, ev_e, job, sizeof(ev_f));
@@ -482,6 +557,7 @@ static int export_data(kf_db *db, const char *dir, const char *since, char **now
     if (!(w = kf_db_exec(db, WORKERS_SQL, 0, NULL, err, errlen))) goto out;
     const char *p[1] = { since };
     if (!(idx = kf_db_exec(db, INDEX_SQL, 1, p, err, errlen))) goto out;
+    twin = open_twin(db);
     for (int i = 0; i < PQntuples(idx); i++) {
         const char *cid = PQgetvalue(idx, i, 0);
         char name[128], key[64];
@@ -490,16 +566,22 @@ static int export_data(kf_db *db, const char *dir, const char *since, char **now
         int changed = PQgetvalue(idx, i, 1)[0] == 't';
         if (!changed && file_exists(dir, name)) continue;
         const char *cp[1] = { cid };
-
-        PGresult *c = kf_db_exec(db, csql, 1, cp, err, errlen);
-
-        if (!c) goto out;
+        /* the campaign file's query on the twin, while the buckets stream here */
+        int sent = twin && PQsendQueryParams(twin, csql, 1, NULL, cp, NULL, NULL, 0);
+        if (export_buckets(db, ksql, 'b', dir, cid, changed ? since : NULL, err, errlen) < 0 ||
+            export_buckets(db, PROPOSALS_SQL, 'p', dir, cid, changed ? since : NULL, err, errlen) < 0) {
+            if (sent) PQclear(twin_result(twin, err, 0));
+            goto out;
+        }
+        err[0] = 0;
+        PGresult *c = sent ? twin_result(twin, err, errlen) : kf_db_exec(db, csql, 1, cp, err, errlen);
+        if (!c) {
+            if (!err[0]) snprintf(err, errlen, "campaign %s: the database sent no result", cid);
+            goto out;
+        }
         int wr = PQntuples(c) == 1 ? write_data(dir, name, key, PQgetvalue(c, 0, 0), err, errlen) : 0;
         PQclear(c);
         if (wr < 0) goto out;
-        if (export_buckets(db, ksql, 'b', dir, cid, changed ? since : NULL, err, errlen) < 0 ||
-            export_buckets(db, PROPOSALS_SQL, 'p', dir, cid, changed ? since : NULL, err, errlen) < 0)
-            goto out;
     }
     kf_strbuf_add(&b, "{\"generated_at\": ");
     kf_strbuf_add(&b, PQgetvalue(w, 0, 1));
@@ -520,6 +602,7 @@ static int export_data(kf_db *db, const char *dir, const char *since, char **now
     if (now_out) *now_out = strdup(PQgetvalue(w, 0, 2));
     rc = 0;
 out:
+    if (twin) PQfinish(twin); /* its transaction ends with it */
     free(csql);
     free(ksql);
     free(b.s);
