@@ -63,7 +63,8 @@
  * keep 200,000 rows small; values that repeat (targets, verdicts, states,
  * details, workers, sets of defines) are numbers into lists in the file.
  * %s: the evaluation's confirmation state (in fin), then the result's (see
- * conf_columns()). */
+ * conf_columns()); {JOBS}: the jobs whose results count (trust_columns(),
+ * sql_subst()). */
 static const char CAMPAIGN_SQL[] =
     "WITH c AS (SELECT *, extract(epoch FROM created_at) t0 FROM campaigns WHERE id = $1::bigint),"
     /* the final evaluations, without their large columns (this CTE is
@@ -71,7 +72,7 @@ static const char CAMPAIGN_SQL[] =
     " fin AS (SELECT e.job_id, e.candidate_id, e.verdict, e.speedup, e.candidate_us, e.baseline_us,"
     "         e.worker_id, e.created_at, e.detail, j.target, %s AS conf, sh.cv, sh.lo, sh.hi,"
     "         CASE WHEN e.metrics->'timing'->'flags' ? 'noisy' THEN 1 ELSE 0 END noisy"
-    "         FROM evaluations e JOIN jobs j ON j.id = e.job_id"
+    "         FROM evaluations e JOIN {JOBS} j ON j.id = e.job_id"
     "         LEFT JOIN LATERAL (SELECT " R4("max((s->'candidate'->>'cv')::float8)") " cv,"
     "            " R4("min((s->>'speedup')::float8)") " lo, " R4("max((s->>'speedup')::float8)") " hi"
     "            FROM jsonb_array_elements(CASE WHEN jsonb_typeof(e.metrics->'timing'->'shapes') = 'array'"
@@ -89,12 +90,12 @@ static const char CAMPAIGN_SQL[] =
     " 'max_candidates', c.max_candidates, 'strategy_state', c.strategy_state, 'config', c.config,"
     " 'created_at', c.created_at, 'started_at', c.started_at, 'finished_at', c.finished_at,"
     " 'generated_at', now(), 't0', c.t0,"
-    " 'jobs', (SELECT json_object_agg(state, n) FROM (SELECT state, count(*) n FROM jobs"
+    " 'jobs', (SELECT json_object_agg(state, n) FROM (SELECT state, count(*) n FROM {JOBS} jobs"
     "          WHERE campaign_id = c.id GROUP BY state) s),"
     " 'verdicts', (SELECT json_object_agg(verdict, n) FROM (SELECT verdict, count(*) n FROM fin"
     "          GROUP BY verdict) v),"
     " 'attempts', (SELECT json_object_agg(verdict, n) FROM (SELECT e.verdict, count(*) n"
-    "          FROM evaluations e JOIN jobs j ON j.id = e.job_id WHERE j.campaign_id = c.id"
+    "          FROM evaluations e JOIN {JOBS} j ON j.id = e.job_id WHERE j.campaign_id = c.id"
     "          GROUP BY e.verdict) v),"
     " 'best', (SELECT json_agg(b ORDER BY b.target) FROM (SELECT DISTINCT ON (target) target,"
     "          candidate_id, speedup, candidate_us, baseline_us, worker_id FROM fin"
@@ -125,7 +126,7 @@ static const char CAMPAIGN_SQL[] =
     "          j.attempts tries, ww.i worker,"
     "          round((extract(epoch FROM COALESCE(f.created_at, j.created_at)) - c.t0)::numeric, 1) t,"
     "          dd.i detail, %s conf"
-    "          FROM jobs j LEFT JOIN fin f ON f.job_id = j.id LEFT JOIN dd ON dd.d = left(f.detail, 120)"
+    "          FROM {JOBS} j LEFT JOIN fin f ON f.job_id = j.id LEFT JOIN dd ON dd.d = left(f.detail, 120)"
     "          LEFT JOIN ww ON ww.w = f.worker_id"
     "          WHERE j.campaign_id = c.id ORDER BY j.candidate_id, j.target) x),"
     /* the attempts that were retried (the final ones are in res): with res,
@@ -136,7 +137,7 @@ static const char CAMPAIGN_SQL[] =
     "          round((extract(epoch FROM e.created_at) - c.t0)::numeric, 1) t, e.candidate_id k,"
     "          array_position(c.targets, j.target) - 1 target, " CODE(VERDICTS, "e.verdict") " verdict,"
     "          " R4("e.speedup") " speedup, e.worker_id worker, left(e.detail, 120) detail"
-    "          FROM evaluations e JOIN jobs j ON j.id = e.job_id WHERE j.campaign_id = c.id"
+    "          FROM evaluations e JOIN {JOBS} j ON j.id = e.job_id WHERE j.campaign_id = c.id"
     "          AND NOT e.is_final ORDER BY e.id) x),"
     /* model proposals without prompt and reply (in the candidate files) */
     " 'props', (SELECT json_build_object('id', COALESCE(json_agg(p.id), '[]'), 'round', json_agg(p.round),"
@@ -160,12 +161,12 @@ static const char CANDIDATES_SQL[] =
     "          WHERE parent_id = k.id ORDER BY id LIMIT 500) ch),"
     " 'results', (SELECT json_agg(json_build_object('target', j.target, 'state', j.state,"
     "          'attempts', j.attempts, 'worker', j.worker_id,"
-    "          'conf', %s,"
+    "          'conf', %s, 'purpose', {PURPOSE},"
     "          'evaluations', (SELECT json_agg(json_build_object('id', e.id, 'attempt', e.attempt,"
     "             'worker', e.worker_id, 'verdict', e.verdict, 'detail', e.detail, 'final', e.is_final,"
     "             'reported', e.reported, 'speedup', e.speedup, 'candidate_us', e.candidate_us,"
     "             'baseline_us', e.baseline_us, 't', e.created_at,"
-    "             'conf', %s,"
+    "             'conf', %s, 'conf_by', {CONF_BY},"
     "             'metrics', CASE WHEN e.is_final THEN e.metrics END,"
     "             'compile_log', left(e.compile_log, 65536)) ORDER BY e.id)"
     "             FROM evaluations e WHERE e.job_id = j.id)) ORDER BY j.target)"
@@ -218,13 +219,13 @@ static const char INDEX_SQL[] =
     " 'candidates', (SELECT count(*) FROM candidates k WHERE k.campaign_id = c.id),"
     " 'first_id', (SELECT min(id) FROM candidates k WHERE k.campaign_id = c.id),"
     " 'last_id', (SELECT max(id) FROM candidates k WHERE k.campaign_id = c.id),"
-    " 'jobs', (SELECT json_object_agg(state, n) FROM (SELECT state, count(*) n FROM jobs"
+    " 'jobs', (SELECT json_object_agg(state, n) FROM (SELECT state, count(*) n FROM {JOBS} jobs"
     "          WHERE campaign_id = c.id GROUP BY state) s),"
     " 'verdicts', (SELECT json_object_agg(verdict, n) FROM (SELECT e.verdict, count(*) n"
-    "          FROM evaluations e JOIN jobs j ON j.id = e.job_id WHERE j.campaign_id = c.id"
+    "          FROM evaluations e JOIN {JOBS} j ON j.id = e.job_id WHERE j.campaign_id = c.id"
     "          AND e.is_final GROUP BY e.verdict) v),"
     " 'best', (SELECT json_agg(b ORDER BY b.target) FROM (SELECT DISTINCT ON (j.target) j.target,"
-    "          e.candidate_id, e.speedup FROM evaluations e JOIN jobs j ON j.id = e.job_id"
+    "          e.candidate_id, e.speedup FROM evaluations e JOIN {JOBS} j ON j.id = e.job_id"
     "          WHERE j.campaign_id = c.id AND e.is_final AND e.verdict = 'ok' AND e.speedup IS NOT NULL"
     "          ORDER BY j.target, e.speedup DESC, e.candidate_id) b)"
     ")::text FROM campaigns c JOIN tasks t ON t.id = c.task_id ORDER BY c.id DESC";
@@ -279,6 +280,50 @@ static void conf_columns(kf_db *db, char *ev_f, char *ev_e, char *job, size_t ca
         } else {
             snprintf(job, cap, "to_json(j.%s)", col);
         }
+    }
+    PQclear(r);
+}
+
+/* tmpl with each {NAME} of names replaced by the matching value; malloc'ed,
+ * NULL when out of memory. */
+static char *sql_subst(const char *tmpl, const char *const *names, const char *const *values, int n)
+{
+    kf_strbuf b = { 0 };
+    for (const char *p = tmpl; *p;) {
+        int hit = -1;
+        if (*p == '{')
+            for (int i = 0; i < n && hit < 0; i++)
+                if (strncmp(p, names[i], strlen(names[i])) == 0) hit = i;
+        if (hit >= 0) {
+            kf_strbuf_add(&b, values[hit]);
+            p += strlen(names[hit]);
+        } else {
+            kf_strbuf_addn(&b, p++, 1);
+        }
+    }
+    if (b.oom) {
+        free(b.s);
+        return NULL;
+    }
+    return b.s;
+}
+
+/* Columns the trust model may add (jobs.purpose with 'verify' jobs that
+ * re-evaluate a winner, evaluations.confirmed_by_worker): whether they are
+ * there. Results, counts and bests are read from 'eval' jobs only, so a
+ * verification never counts twice or becomes a best by itself. */
+static void trust_columns(kf_db *db, int *has_purpose, int *has_conf_by)
+{
+    *has_purpose = *has_conf_by = 0;
+    char err[256];
+    PGresult *r = kf_db_exec(db,
+        "SELECT table_name::text, column_name::text FROM information_schema.columns"
+        " WHERE table_schema = current_schema() AND ((table_name = 'jobs' AND column_name = 'purpose')"
+        " OR (table_name = 'evaluations' AND column_name = 'confirmed_by_worker'))", 0, NULL, err, sizeof(err));
+    if (!r) return;
+    for (int i = 0; i < PQntuples(r); i++) {
+        if (strcmp(PQgetvalue(r, i, 1), "purpose") == 0) *has_purpose = 1;
+        else *has_conf_by = 1;
     }
     PQclear(r);
 }
@@ -544,7 +589,7 @@ static int export_data(kf_db *db, const char *dir, const char *since, char **now
     kf_strbuf b = { 0 };
     char ev_f[128], ev_e[128], job[128];
     conf_columns(db, ev_f, ev_e, job, sizeof(ev_f));
-    char *csql = malloc(sizeof(CAMPAIGN_SQL) + 256), *ksql = malloc(sizeof(CANDIDATES_SQL) + 256);
+    char *csql = malloc(sizeof(CAMPAIGN_SQL) + 256), *ksql = malloc(sizeof(CANDIDATES_SQL) + 256), *isql = NULL;
     if (!csql || !ksql) {
         snprintf(err, errlen, "out of memory");
         goto out;
@@ -554,9 +599,25 @@ static int export_data(kf_db *db, const char *dir, const char *since, char **now
     snprintf(csql, sizeof(CAMPAIGN_SQL) + 256, CAMPAIGN_SQL, strcmp(ev_e, "NULL") ? ev_e : "NULL::json",
              strcmp(ev_e, "NULL") ? "f.conf" : job);
     snprintf(ksql, sizeof(CANDIDATES_SQL) + 256, CANDIDATES_SQL, job, ev_e);
+    int has_purpose, has_conf_by;
+    trust_columns(db, &has_purpose, &has_conf_by);
+    static const char *const names[] = { "{JOBS}", "{PURPOSE}", "{CONF_BY}" };
+    const char *values[] = { has_purpose ? "(SELECT * FROM jobs WHERE purpose = 'eval')" : "jobs",
+                             has_purpose ? "j.purpose" : "'eval'",
+                             has_conf_by ? "e.confirmed_by_worker" : "NULL" };
+    char *t1 = sql_subst(csql, names, values, 3), *t2 = sql_subst(ksql, names, values, 3);
+    isql = sql_subst(INDEX_SQL, names, values, 3);
+    free(csql);
+    free(ksql);
+    csql = t1;
+    ksql = t2;
+    if (!csql || !ksql || !isql) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
     if (!(w = kf_db_exec(db, WORKERS_SQL, 0, NULL, err, errlen))) goto out;
     const char *p[1] = { since };
-    if (!(idx = kf_db_exec(db, INDEX_SQL, 1, p, err, errlen))) goto out;
+    if (!(idx = kf_db_exec(db, isql, 1, p, err, errlen))) goto out;
     twin = open_twin(db);
     for (int i = 0; i < PQntuples(idx); i++) {
         const char *cid = PQgetvalue(idx, i, 0);
@@ -605,6 +666,7 @@ out:
     if (twin) PQfinish(twin); /* its transaction ends with it */
     free(csql);
     free(ksql);
+    free(isql);
     free(b.s);
     PQclear(w);
     PQclear(idx);
