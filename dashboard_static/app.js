@@ -689,10 +689,12 @@
     if (!(d.results || []).length) out.push(muted("Not evaluated (no jobs)."));
     (d.results || []).forEach(function (r) {
       var evs = r.evaluations || [], fin = evs.filter(function (e) { return e.final; })[0];
-      out.push(el("h3", null, r.target + " ", verdict(fin ? fin.verdict : r.state)));
+      out.push(el("h3", null, r.target + (r.purpose === "verify" ? " (verification of a best)" : "") + " ",
+        verdict(fin ? fin.verdict : r.state)));
       if (fin) out.push(el("p", { "class": "res-line", "data-target": r.target }, "speedup " + speed(fin.speedup) + ", candidate " + fmt(fin.candidate_us, 2) +
         " \u00b5s, baseline " + fmt(fin.baseline_us, 2) + " \u00b5s, worker " + (fin.worker || "-") + ", attempts " + r.attempts +
-        (nz(r.conf) || nz(fin.conf) ? ", confirmation " + conf(nz(fin.conf) ? fin.conf : r.conf) : "")));
+        (nz(r.conf) || nz(fin.conf) ? ", confirmation " + conf(nz(fin.conf) ? fin.conf : r.conf) +
+          (fin.conf_by ? " by " + fin.conf_by : "") : "")));
       if (fin && fin.detail) out.push(pre(fin.detail, "detail"));
       var tt = fin ? timingTable(fin.metrics) : null;
       if (tt) out.push(el("h4", { text: "Timing per shape" }), tt);
