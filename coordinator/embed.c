@@ -34,9 +34,23 @@ KF_EMBED(kf_emb_schema_002, "schema/002_llm.sql");
 KF_EMBED(kf_emb_schema_003, "schema/003_trust.sql");
 KF_EMBED(kf_emb_schema_004, "schema/004_operator.sql");
 
-KF_EMBED(kf_emb_dash_index, "dashboard_static/index.html");
-KF_EMBED(kf_emb_dash_app, "dashboard_static/app.js");
-KF_EMBED(kf_emb_dash_style, "dashboard_static/style.css");
+/* The dashboard, with its vendored libraries (tools/dashboard-vendor). */
+KF_EMBED(kf_emb_dash_0, "dashboard_static/index.html");
+KF_EMBED(kf_emb_dash_1, "dashboard_static/app.js");
+KF_EMBED(kf_emb_dash_2, "dashboard_static/style.css");
+KF_EMBED(kf_emb_dash_3, "dashboard_static/vendor/VERSIONS");
+KF_EMBED(kf_emb_dash_4, "dashboard_static/vendor/diff.min.js");
+KF_EMBED(kf_emb_dash_5, "dashboard_static/vendor/diff2html.min.css");
+KF_EMBED(kf_emb_dash_6, "dashboard_static/vendor/diff2html.min.js");
+KF_EMBED(kf_emb_dash_7, "dashboard_static/vendor/highlight.min.js");
+KF_EMBED(kf_emb_dash_8, "dashboard_static/vendor/hljs-github-dark.min.css");
+KF_EMBED(kf_emb_dash_9, "dashboard_static/vendor/hljs-github.min.css");
+KF_EMBED(kf_emb_dash_10, "dashboard_static/vendor/uPlot.iife.min.js");
+KF_EMBED(kf_emb_dash_11, "dashboard_static/vendor/uPlot.min.css");
+KF_EMBED(kf_emb_dash_12, "dashboard_static/vendor/licenses/diff2html.LICENSE");
+KF_EMBED(kf_emb_dash_13, "dashboard_static/vendor/licenses/highlight.js.LICENSE");
+KF_EMBED(kf_emb_dash_14, "dashboard_static/vendor/licenses/jsdiff.LICENSE");
+KF_EMBED(kf_emb_dash_15, "dashboard_static/vendor/licenses/uplot.LICENSE");
 
 /* Copy up to max entries of a table into out; lengths are link-time
  * differences, computed here (no mutable state). */
@@ -63,9 +77,23 @@ int kf_db_embedded_schema(kf_embedded_file *out, int max)
 
 int kf_db_embedded_dashboard(kf_embedded_file *out, int max)
 {
-    static const char *const names[] = { "index.html", "app.js", "style.css" };
-    static const char *const starts[] = { kf_emb_dash_index, kf_emb_dash_app, kf_emb_dash_style };
-    static const char *const ends[] = { kf_emb_dash_index_end, kf_emb_dash_app_end,
-                                        kf_emb_dash_style_end };
+    static const char *const names[] = { "index.html",
+        "app.js",
+        "style.css",
+        "vendor/VERSIONS",
+        "vendor/diff.min.js",
+        "vendor/diff2html.min.css",
+        "vendor/diff2html.min.js",
+        "vendor/highlight.min.js",
+        "vendor/hljs-github-dark.min.css",
+        "vendor/hljs-github.min.css",
+        "vendor/uPlot.iife.min.js",
+        "vendor/uPlot.min.css",
+        "vendor/licenses/diff2html.LICENSE",
+        "vendor/licenses/highlight.js.LICENSE",
+        "vendor/licenses/jsdiff.LICENSE",
+        "vendor/licenses/uplot.LICENSE" };
+    static const char *const starts[] = { kf_emb_dash_0, kf_emb_dash_1, kf_emb_dash_2, kf_emb_dash_3, kf_emb_dash_4, kf_emb_dash_5, kf_emb_dash_6, kf_emb_dash_7, kf_emb_dash_8, kf_emb_dash_9, kf_emb_dash_10, kf_emb_dash_11, kf_emb_dash_12, kf_emb_dash_13, kf_emb_dash_14, kf_emb_dash_15 };
+    static const char *const ends[] = { kf_emb_dash_0_end, kf_emb_dash_1_end, kf_emb_dash_2_end, kf_emb_dash_3_end, kf_emb_dash_4_end, kf_emb_dash_5_end, kf_emb_dash_6_end, kf_emb_dash_7_end, kf_emb_dash_8_end, kf_emb_dash_9_end, kf_emb_dash_10_end, kf_emb_dash_11_end, kf_emb_dash_12_end, kf_emb_dash_13_end, kf_emb_dash_14_end, kf_emb_dash_15_end };
     return fill(names, starts, ends, (int)(sizeof(names) / sizeof(names[0])), out, max);
 }

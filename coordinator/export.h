@@ -2,21 +2,28 @@
  * export.h -- the static dashboard export (prefix kf_export_).
  *
  * Design. `kfarm export --out DIR` and the coordinator's --export-dir write a
- * self-contained static site that opens from file:// (browsers refuse fetch()
- * of local files, so the data is a script, data.js, assigning the global
- * window.KFARM_DATA) and works on any static host:
+ * static site that opens from file:// (browsers refuse fetch() of local
+ * files) and works on any static web server, with no network:
  *
- *     DIR/index.html, app.js, style.css   from dashboard_static/ (embedded
- *                                          in the binary; $KFARM_DASHBOARD_DIR
- *                                          overrides it for development)
- *     DIR/data.js                          campaigns, candidates, results,
- *                                          verdict counts, best per target,
- *                                          workers
+ *     DIR/index.html, app.js, style.css,   from dashboard_static/ (embedded
+ *         vendor/ (uPlot, highlight.js,     in the binary; $KFARM_DASHBOARD_DIR
+ *         diff2html, jsdiff + licences)     overrides it for development)
+ *     DIR/data/index.js                     campaign summaries and the fleet
+ *     DIR/data/c<ID>.js                     one campaign's rows
+ *     DIR/data/c<ID>/b<N>.js                candidates N*32 .. N*32+31 by id:
+ *                                           source, logs, metrics, prompt
+ *     DIR/data/c<ID>/p<N>.js                proposals N*32 .. N*32+31 that made
+ *                                           no candidate: prompt, reply, why
  *
- * The JSON is built by PostgreSQL (json_build_object/json_agg) in one query
- * per campaign, so it is always valid JSON with correct escaping. Every file
- * is written to a temporary name and renamed into place: a browser reloading
- * during a periodic export never sees a half-written file.
+ * Each data file is a script calling kfarmData("KEY", {...}) (KEY: index,
+ * c<ID>, c<ID>/b<N>, c<ID>/p<N>), which the page loads on demand by inserting a
+ * <script> element: a page parses only what it shows, so a campaign of
+ * 100,000 candidates opens as fast as the list of campaigns allows.
+ *
+ * The JSON is built by PostgreSQL (json_build_object/json_agg), so it is
+ * always valid JSON with correct escaping. Every file is written to a
+ * temporary name and renamed into place, and the index last: a browser
+ * reloading during a periodic export never sees a half-written file.
  */
 #ifndef KF_EXPORT_H
 #define KF_EXPORT_H
@@ -24,17 +31,14 @@
 #include <stddef.h>
 #include "db.h"
 
-/* Build the text of data.js ("window.KFARM_DATA = {...};\n"). Returns a
- * malloc'ed string (caller frees), or NULL with reason. */
-char *kf_export_data_js(kf_db *db, char *err, size_t errlen);
-
 /* Write the whole site into dir (created if missing). Returns 0, or -1 with
  * reason (database, file system). */
 int kf_export_site(kf_db *db, const char *dir, char *err, size_t errlen);
 
 /* The coordinator's periodic export (--export-dir): a thread with its own
  * database connection re-exports the site every interval_s seconds and once
- * more when stopped, so a large export (seconds for 100k candidates) never
+ * more when stopped, rewriting only the campaign and candidate files that
+ * changed since its previous export, so a large export (seconds for 100k candidates) never
  * delays job dispatch, heartbeats or results on the coordinator's loop.
  * Start returns NULL with reason when the connection or thread cannot be
  * made; export errors are logged and retried at the next interval. */

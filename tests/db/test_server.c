@@ -444,7 +444,7 @@ int main(void)
           "the best result was confirmed by a second worker");
     CHECK(finished, "campaign done");
     char datajs[512];
-    snprintf(datajs, sizeof(datajs), "%s/data.js", dir);
+    snprintf(datajs, sizeof(datajs), "%s/data/index.js", dir);
     sleep_ms(1500);
     FILE *f = fopen(datajs, "r");
     char head[64] = "";
@@ -452,7 +452,7 @@ int main(void)
         if (!fgets(head, sizeof(head), f)) head[0] = 0;
         fclose(f);
     }
-    CHECK(strncmp(head, "window.KFARM_DATA", 17) == 0, "periodic export wrote data.js");
+    CHECK(strncmp(head, "kfarmData(\"index\"", 17) == 0, "periodic export wrote data/index.js");
 
 end:
     kill(pid, SIGTERM);

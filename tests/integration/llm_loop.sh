@@ -71,17 +71,23 @@ check "the key is not in the coordinator log" bash -c "! grep -q '$LLM_KEY' '$T_
 out=$(kf campaign status lp)
 check "campaign status shows tokens and the best speedup" bash -c "grep -q '^tokens: ' <<<'$out' && grep -q '^best: ' <<<'$out' && grep -q 'round 7 of 7' <<<'$out'"
 kf export --out "$T_DIR/site"
-check "the dashboard export carries every proposal with its prompt, reply, tokens and failure reason" eq \
-  "$(python3 - "$T_DIR/site/data.js" <<'PY'
-import json, sys
-t = open(sys.argv[1]).read()
-d = json.loads(t[t.index("=") + 1:t.rindex(";")])
-c = [c for c in d["campaigns"] if c["name"] == "lp"][0]
-ps = c["proposals"]
-ok = all("Row softmax" in p["prompt"] and p["reply"] and p["prompt_tokens"] > 0 for p in ps)
-cut = [p for p in ps if p["finish_reason"] == "length" and "cut off" in (p["reason"] or "")]
-linked = [k for k in c["candidates"] if k["proposal_id"] in {p["id"] for p in ps}]
-print(len(ps), ok, len(cut), len(linked) > 0)
+check "the dashboard export carries every proposal (tokens, failure reason) and each candidate's prompt and reply" eq \
+  "$(python3 - "$T_DIR/site" <<'PY'
+import json, re, sys
+def data(key):  # a data file is kfarmData("KEY", JSON.parse('...'));
+    t = open(f"{sys.argv[1]}/data/{key}.js").read()
+    body = t[t.index("JSON.parse('") + 12:t.rindex("'))")]
+    return json.loads(re.sub(r"\\(.)", lambda m: {"n": "\n", "r": "\r"}.get(m.group(1), m.group(1)), body))
+c = [c for c in data("index")["campaigns"] if c["name"] == "lp"][0]
+C = data(f"c{c['id']}")
+ps = C["props"]
+cut = [i for i, f in enumerate(ps["finish"]) if f == "length" and "cut off" in (ps["reason"][i] or "")]
+linked = [k for k in C["cands"]["proposal"] if k in set(ps["id"])]
+ks = [k for k, p in zip(C["cands"]["id"], C["cands"]["proposal"]) if p]
+ok = len(ks) > 0 and all("Row softmax" in d["proposal"]["prompt"] and d["proposal"]["reply"]
+                         and d["proposal"]["prompt_tokens"] > 0
+                         for d in (data(f"c{c['id']}/b{k // 32}")[str(k)] for k in ks))
+print(len(ps["id"]), ok, len(cut), len(linked) > 0)
 PY
 )" "7 True 1 True"
 check "every candidate has exactly one final verdict" eq \

@@ -35,7 +35,7 @@ kf best tc --out "$T_DIR/best.c"
 check "best writes the winning source with its defines" grep -q "#define" "$T_DIR/best.c"
 kf export --out "$T_DIR/site"
 check "export writes a static site" test -s "$T_DIR/site/index.html"
-check "export data names the campaign" grep -q '"tc"' "$T_DIR/site/data.js"
+check "export data names the campaign" grep -q '"name":"tc"' "$T_DIR/site/data/index.js"
 
 check "a target class holding a ',' is refused (one class per --target)" \
   bash -c "! \"$KFARM_BIN/kfarm\" campaign create tc-comma --task \"$KFARM_SRC/tasks/softmax_f32\" --target cpu,sm_90 2>$T_DIR/err.txt && grep -q 'its own --target' $T_DIR/err.txt"

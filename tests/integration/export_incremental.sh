@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The coordinator's periodic dashboard export (--export-dir) rewrites only
+# what changed: with nothing new, only data/index.js; after a new evaluation
+# of one candidate, that campaign's file and that candidate's bucket (and no
+# other bucket), and both then carry the new attempt. A `kfarm export` into a
+# fresh folder writes the same campaign file, and every candidate once, in
+# its bucket.
+source "$(dirname "$0")/../lib.sh"
+
+kf db migrate >/dev/null
+psql "$KFARM_DB" -qtAX -v ON_ERROR_STOP=1 -v n=1100 -v name=inc -f "$KFARM_SRC/tests/browser/synth.sql"
+# paused: the coordinator must not run the campaign's strategy
+sql "UPDATE campaigns SET state = 'paused', updated_at = now() - interval '1 hour'" >/dev/null
+start_coordinator --export-dir "$T_DIR/site" --export-interval 1
+cid=$(sql "SELECT id FROM campaigns WHERE name = 'inc'")
+S=$T_DIR/site/data
+for _ in $(seq 100); do [ -s "$S/index.js" ] && break; sleep 0.1; done
+check "the first export wrote the index, the campaign and its buckets" \
+  bash -c "[ -s '$S/index.js' ] && [ -s '$S/c$cid.js' ] && [ \$(ls '$S/c$cid' | grep -c '^b') -eq \$(( $(sql "SELECT count(DISTINCT id / 32) FROM candidates") )) ]"
+sleep 1.5
+touch "$T_DIR/mark"; sleep 2.5
+check "with nothing new, only the index is rewritten" eq "$(cd "$S" && find . -type f -newer "$T_DIR/mark" | sort | tr '\n' ' ')" "./index.js "
+k=$(sql "SELECT min(id) + 100 FROM candidates")
+touch "$T_DIR/mark"
+sql "INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, fencing_token, verdict, detail, is_final)
+     SELECT id, candidate_id, 9, 'synth-w1', -999999, 'infra_error', 'INCREMENTAL-MARK', false
+     FROM jobs WHERE candidate_id = $k AND target = 'cpu'" >/dev/null
+for _ in $(seq 50); do grep -q INCREMENTAL-MARK "$S/c$cid/b$((k / 32)).js" 2>/dev/null && break; sleep 0.1; done
+sleep 1.5
+check "after a new evaluation, its campaign file and its bucket are rewritten, no other bucket" eq \
+  "$(cd "$S" && find . -type f -newer "$T_DIR/mark" | sort | tr '\n' ' ')" "./c$cid.js ./c$cid/b$((k / 32)).js ./index.js "
+check "the rewritten files carry the new attempt" \
+  bash -c "grep -q INCREMENTAL-MARK '$S/c$cid/b$((k / 32)).js' && grep -q INCREMENTAL-MARK '$S/c$cid.js'"
+kill -TERM "$T_COORD"; wait "$T_COORD" 2>/dev/null || true
+kf export --out "$T_DIR/full" >/dev/null
+check "a full export writes the same campaign file" \
+  bash -c "sed 's/\"generated_at\":\"[^\"]*\"//' '$S/c$cid.js' >'$T_DIR/a'; sed 's/\"generated_at\":\"[^\"]*\"//' '$T_DIR/full/data/c$cid.js' >'$T_DIR/b'; cmp -s '$T_DIR/a' '$T_DIR/b'"
+check "the full export has every candidate in exactly its bucket" eq "$(python3 - "$T_DIR/full/data" "$cid" <<'PY'
+import glob, json, re, sys
+ids = []
+for f in glob.glob(f"{sys.argv[1]}/c{sys.argv[2]}/b*.js"):
+    t = open(f).read()
+    d = json.loads(re.sub(r"\\(.)", lambda m: {"n": "\n", "r": "\r"}.get(m.group(1), m.group(1)),
+                          t[t.index("JSON.parse('") + 12:t.rindex("'))")]))
+    n = int(re.search(r"/b(\d+)\.js$", f).group(1))
+    ids += [int(k) for k in d if int(k) // 32 == n and d[k]["id"] == int(k)]
+print(len(ids), len(set(ids)))
+PY
+)" "$(sql "SELECT count(*) || ' ' || count(*) FROM candidates WHERE campaign_id = $cid")"
+finish
