@@ -153,7 +153,8 @@ json_t *kf_health_progress(kf_db *db, int64_t campaign_id, char *err, size_t err
         "  COALESCE((c.config->>'max_rounds')::numeric::bigint, 0),"
         "  extract(epoch FROM now() - c.started_at),"
         "  COALESCE((c.strategy_state->>'dead_rounds')::int, 0) "
-        "FROM campaigns c LEFT JOIN jobs j ON j.campaign_id = c.id "
+        /* the campaign's own work: verification jobs (verify.h) are not progress */
+        "FROM campaigns c LEFT JOIN jobs j ON j.campaign_id = c.id AND j.purpose = 'eval' "
         "WHERE c.id = $1::bigint GROUP BY c.id", 1, p, err, errlen);
     if (!r) return NULL;
     if (PQntuples(r) == 0) {

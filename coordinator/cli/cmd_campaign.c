@@ -151,9 +151,9 @@ static int do_status(kf_db *db, const char *name)
     PGresult *r = kf_db_exec(db,
         "SELECT c.state, c.strategy, t.name, array_to_string(c.targets, ','), c.max_candidates,"
         " (SELECT count(*) FROM candidates k WHERE k.campaign_id = c.id),"
-        " (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id AND j.state = 'queued'),"
-        " (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id AND j.state = 'leased'),"
-        " (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id AND j.state = 'done'),"
+        " (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id AND j.purpose = 'eval' AND j.state = 'queued'),"
+        " (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id AND j.purpose = 'eval' AND j.state = 'leased'),"
+        " (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id AND j.purpose = 'eval' AND j.state = 'done'),"
         " (SELECT string_agg(verdict || ' ' || n, ', ' ORDER BY n DESC, verdict) FROM"
         "   (SELECT e.verdict, count(*) n FROM evaluations e JOIN jobs j ON j.id = e.job_id"
         "    WHERE j.campaign_id = c.id AND j.purpose = 'eval' AND e.is_final GROUP BY e.verdict) v),"
@@ -250,8 +250,8 @@ static int do_list(kf_db *db)
     PGresult *r = kf_db_exec(db,
         "SELECT c.name, c.state, c.strategy, t.name AS task, array_to_string(c.targets, ',') AS targets,"
         " (SELECT count(*) FROM candidates k WHERE k.campaign_id = c.id)::text AS candidates,"
-        " (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id AND j.state = 'done') || '/' ||"
-        " (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id) AS jobs_done,"
+        " (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id AND j.purpose = 'eval' AND j.state = 'done')"
+        " || '/' || (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id AND j.purpose = 'eval') AS jobs_done,"
         " (SELECT to_char(max(e.speedup), 'FM999990.000') || 'x' FROM evaluations e"
         "    JOIN jobs j ON j.id = e.job_id WHERE j.campaign_id = c.id AND e.is_final"
         "    AND e.verdict = 'ok' AND j.purpose = 'eval' AND e.confirmation <> 'disputed') AS best_speedup,"

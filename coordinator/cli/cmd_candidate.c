@@ -53,9 +53,9 @@ static int do_show(const char *conninfo, const char *ids)
         "     'verdict', e.verdict, 'speedup', e.speedup, 'speedup_lo', e.speedup_lo,"
         "     'speedup_hi', e.speedup_hi, 'cv', e.cv, 'candidate_us', e.candidate_us,"
         "     'baseline_us', e.baseline_us, 'worker', e.worker_id, 'attempts', j.attempts,"
-        "     'detail', e.detail) ORDER BY array_position(c.targets, j.target))"
+        "     'detail', e.detail, 'confirmation', e.confirmation, 'confirmed_by', e.confirmed_by_worker) ORDER BY array_position(c.targets, j.target))"
         "   FROM jobs j LEFT JOIN evaluations e ON e.job_id = j.id AND e.is_final"
-        "   WHERE j.candidate_id = k.id) AS results "
+        "   WHERE j.candidate_id = k.id AND j.purpose = 'eval') AS results "
         "FROM candidates k JOIN campaigns c ON c.id = k.campaign_id WHERE k.id = $1::bigint",
         1, p, err, sizeof(err));
     if (!r) {

@@ -76,21 +76,23 @@ int kf_cli_cmd_leaderboard(int argc, char **argv)
         "WITH res AS (SELECT j.target, k.id AS candidate, e.speedup,"
         "   COALESCE(e.speedup_lo, e.speedup) AS lo, COALESCE(e.speedup_hi, e.speedup) AS hi, e.cv,"
         "   e.candidate_us, e.baseline_us, k.defines, k.proposer, e.worker_id AS worker,"
-        "   array_position(c.targets, j.target) AS tpos, e.confirmation, e.confirmed_by_worker AS confirmed_by"
+        "   array_position(c.targets, j.target) AS tpos, e.confirmation, e.confirmed_by_worker AS confirmed_by,"
+        "   CASE e.confirmation WHEN 'confirmed' THEN 0 WHEN 'disputed' THEN 2 ELSE 1 END AS g"
         "  FROM evaluations e JOIN jobs j ON j.id = e.job_id JOIN candidates k ON k.id = e.candidate_id"
         "  JOIN campaigns c ON c.id = j.campaign_id"
         "  WHERE j.campaign_id = $1::bigint AND j.purpose = 'eval' AND e.is_final AND e.verdict = 'ok'"
         "    AND e.speedup > 0 AND ($2::text IS NULL OR j.target = $2)),"
-        " ranked AS (SELECT 1 + (SELECT count(*) FROM res b WHERE b.target = a.target AND b.lo > a.hi"
-        "                          AND b.confirmation <> 'disputed')"
-        "   AS rank, row_number() OVER (PARTITION BY a.target ORDER BY a.speedup DESC, a.candidate) AS n,"
+        /* groups: confirmed (0), not yet (1), disputed (2); within a group by speed beyond the noise */
+        " ranked AS (SELECT 1 + (SELECT count(*) FROM res b WHERE b.target = a.target AND"
+        "   (b.g < a.g OR (b.g = a.g AND b.lo > a.hi)))"
+        "   AS rank, row_number() OVER (PARTITION BY a.target ORDER BY a.g, a.speedup DESC, a.candidate) AS n,"
         "   a.* FROM res a)"
         " SELECT rank, (count(*) OVER (PARTITION BY target, rank) > 1) AS tie, target, candidate,"
         "   speedup, lo, hi, cv, candidate_us, baseline_us, defines, proposer, worker, confirmation,"
         "   confirmed_by"
         /* disputed results last: a second worker disagreed (coordinator/verify.h) */
         " FROM ranked WHERE $3::bigint IS NULL OR n <= $3::bigint"
-        " ORDER BY tpos, confirmation = 'disputed', speedup DESC, candidate",
+        " ORDER BY tpos, g, speedup DESC, candidate",
         3, p, err, sizeof(err));
     if (!r) {
         rc = kf_cli_fail("%s", err);
@@ -132,8 +134,9 @@ int kf_cli_cmd_leaderboard(int argc, char **argv)
         kf_cli_table_row(&t, row);
     }
     kf_cli_table_print(&t, stdout, 60);
-    printf("\nRANK: per target; \"=N\" marks ties (95%% intervals overlap: not faster beyond the\n"
-           "noise). CAND \"12c\": confirmed by a second evaluation, \"12!\": disputed (never best).\n"
+    printf("\nRANK: per target, confirmed results first; \"=N\" marks ties (95%% intervals\n"
+           "overlap: not faster beyond the noise). CAND \"12c\": confirmed by a second\n"
+           "evaluation, \"12!\": disputed (never best); --wide says by whom.\n"
            "kfarm best %s names the best ok on every target.\n", name);
 out:
     if (r) PQclear(r);

@@ -21,7 +21,7 @@ kf campaign start tt >/dev/null
 kf campaign wait tt --timeout 600 --quiet
 
 check "every ok result has a CV and an interval around its speedup" eq \
-  "$(sql "SELECT count(*) FILTER (WHERE cv >= 0 AND speedup_lo < speedup AND speedup < speedup_hi) || '/' || count(*) FROM evaluations WHERE is_final AND verdict = 'ok'")" "8/8"
+  "$(sql "SELECT count(*) FILTER (WHERE cv >= 0 AND speedup_lo < speedup AND speedup < speedup_hi) || '/' || count(*) FROM evaluations e JOIN jobs j ON j.id = e.job_id WHERE j.purpose = 'eval' AND e.is_final AND e.verdict = 'ok'")" "8/8"
 lb=$(kf leaderboard tt --json)
 check "identical variants are ties on both targets (rank 1 everywhere)" eq \
   "$(python3 -c 'import json,sys; r=json.load(sys.stdin); print(len(r), sorted(set((x["rank"], x["tie"]) for x in r)))' <<<"$lb")" \
