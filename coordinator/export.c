@@ -592,7 +592,7 @@ static char *with_operator_view(kf_db *db, int64_t cid, const char *text, char *
     char id[24];
     snprintf(id, sizeof(id), "%lld", (long long)cid);
     const char *p[1] = { id };
-    PGresult *r = be ? kf_db_exec(db, "SELECT to_json(pause_reason)::text FROM campaigns WHERE id = $1::bigint", 1, p,
+    PGresult *r = be ? kf_db_exec(db, "SELECT COALESCE(to_json(pause_reason)::text, 'null') FROM campaigns WHERE id = $1::bigint", 1, p,
                                   err, errlen) : NULL;
     char *out = NULL;
     if (bl && be && r && PQntuples(r) == 1) {

@@ -77,12 +77,12 @@ int kf_cli_cmd_leaderboard(int argc, char **argv)
         "   COALESCE(e.speedup_lo, e.speedup) AS lo, COALESCE(e.speedup_hi, e.speedup) AS hi, e.cv,"
         "   e.candidate_us, e.baseline_us, k.defines, k.proposer, e.worker_id AS worker,"
         "   array_position(c.targets, j.target) AS tpos, e.confirmation, e.confirmed_by_worker AS confirmed_by,"
-        "   CASE e.confirmation WHEN 'confirmed' THEN 0 WHEN 'disputed' THEN 2 ELSE 1 END AS g"
+        "   (e.confirmation = 'disputed')::int AS g"
         "  FROM evaluations e JOIN jobs j ON j.id = e.job_id JOIN candidates k ON k.id = e.candidate_id"
         "  JOIN campaigns c ON c.id = j.campaign_id"
         "  WHERE j.campaign_id = $1::bigint AND j.purpose = 'eval' AND e.is_final AND e.verdict = 'ok'"
         "    AND e.speedup > 0 AND ($2::text IS NULL OR j.target = $2)),"
-        /* groups: confirmed (0), not yet (1), disputed (2); within a group by speed beyond the noise */
+        /* disputed results (g = 1) rank after all others; otherwise by speed beyond the noise */
         " ranked AS (SELECT 1 + (SELECT count(*) FROM res b WHERE b.target = a.target AND"
         "   (b.g < a.g OR (b.g = a.g AND b.lo > a.hi)))"
         "   AS rank, row_number() OVER (PARTITION BY a.target ORDER BY a.g, a.speedup DESC, a.candidate) AS n,"
@@ -92,7 +92,8 @@ int kf_cli_cmd_leaderboard(int argc, char **argv)
         "   confirmed_by"
         /* disputed results last: a second worker disagreed (coordinator/verify.h) */
         " FROM ranked WHERE $3::bigint IS NULL OR n <= $3::bigint"
-        " ORDER BY tpos, g, speedup DESC, candidate",
+        /* within a rank (ties), results a second evaluation confirmed first */
+        " ORDER BY tpos, rank, confirmation = 'confirmed' DESC, speedup DESC, candidate",
         3, p, err, sizeof(err));
     if (!r) {
         rc = kf_cli_fail("%s", err);
@@ -134,9 +135,9 @@ int kf_cli_cmd_leaderboard(int argc, char **argv)
         kf_cli_table_row(&t, row);
     }
     kf_cli_table_print(&t, stdout, 60);
-    printf("\nRANK: per target, confirmed results first; \"=N\" marks ties (95%% intervals\n"
-           "overlap: not faster beyond the noise). CAND \"12c\": confirmed by a second\n"
-           "evaluation, \"12!\": disputed (never best); --wide says by whom.\n"
+    printf("\nRANK: per target; \"=N\" marks ties (95%% intervals overlap: not faster beyond\n"
+           "the noise); among ties, confirmed results first. CAND \"12c\": confirmed by a\n"
+           "second evaluation, \"12!\": disputed (never best); --wide says by whom.\n"
            "kfarm best %s names the best ok on every target.\n", name);
 out:
     if (r) PQclear(r);

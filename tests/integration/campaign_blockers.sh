@@ -104,8 +104,9 @@ check "kfarm --version" grep -q "^kfarm [0-9]" <<<"$(kf --version)"
 
 # a worker whose clock runs 90 s ahead still shows up (liveness is the
 # database's clock), with its skew; one not heard from for 15 min is offline
+enroll wskew
 FAKETIME_DONT_FAKE_MONOTONIC=1 faketime -f "+90s" "$KFARM_BIN/kfarm-worker" run --coordinator "$T_ADDR" \
-  --id wskew --work-dir "$T_DIR/wskew" --cpu --quick --poll-ms 200 >>"$T_DIR/wskew.log" 2>&1 &
+  --credential "$T_DIR/wskew.cred" --work-dir "$T_DIR/wskew" --cpu --quick --poll-ms 200 >>"$T_DIR/wskew.log" 2>&1 &
 T_PIDS+=($!)
 wait_for 60 "SELECT clock_skew_ms IS NOT NULL FROM workers WHERE id = 'wskew'"
 sql "INSERT INTO workers (id, classes, last_seen) VALUES ('wdead', '{cpu}', now() - interval '15 minutes')"
