@@ -19,6 +19,9 @@ t_cleanup() {
   for p in "${T_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   sleep 0.3
   for p in "${T_PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  # children a wrapper started (faketime runs the worker as its child):
+  # anything still running with this test's scratch folder on its command line
+  pkill -9 -f -- "$T_DIR/" 2>/dev/null || true
   { wait; } 2>/dev/null || true
   if [ "$T_FAIL" -eq 0 ] && [ "$rc" -eq 0 ]; then rm -rf "$T_DIR"; else echo "logs kept in $T_DIR" >&2; fi
 }
