@@ -639,3 +639,85 @@ fail:
     free(s.s);
     return -1;
 }
+
+/* ---- writes: the engineers' hints and reference documents (kfarm hint, kfarm docs) ---- */
+
+#define KF_DOC_CHUNK_TARGET 1500
+#define KF_DOC_CHUNK_MAX 3000
+
+/* Insert the chunks of text as document doc (in the caller's transaction).
+ * Returns the chunk count or -1. */
+static int doc_chunks_insert(kf_db *db, const char *cid, const char *doc, char *text, char *err, size_t errlen)
+{
+    const char *pd[2] = { cid, doc };
+    if (kf_db_cmd(db, "DELETE FROM doc_chunks WHERE campaign_id = $1::bigint AND document = $2",
+                  2, pd, err, errlen) < 0)
+        return -1;
+    int n = 0;
+    size_t len = strlen(text), pos = 0;
+    while (pos < len) {
+        size_t end = pos + KF_DOC_CHUNK_MAX < len ? pos + KF_DOC_CHUNK_MAX : len;
+        if (end < len) {
+            /* prefer a paragraph break after KF_DOC_CHUNK_TARGET/2, else a line break */
+            size_t cut = 0;
+            for (size_t i = pos + KF_DOC_CHUNK_TARGET / 2; i + 1 < end; i++)
+                if (text[i] == '\n' && text[i + 1] == '\n') {
+                    cut = i + 2;
+                    if (i >= pos + KF_DOC_CHUNK_TARGET) break;
+                }
+            if (!cut)
+                for (size_t i = end - 1; i > pos + KF_DOC_CHUNK_TARGET / 2; i--)
+                    if (text[i] == '\n') {
+                        cut = i + 1;
+                        break;
+                    }
+            if (cut) end = cut;
+        }
+        /* never split a UTF-8 sequence */
+        while (end < len && ((unsigned char)text[end] & 0xc0) == 0x80) end++;
+        char save = text[end];
+        text[end] = 0;
+        const char *s = text + pos;
+        while (*s == '\n' || *s == ' ') s++;
+        if (*s) {
+            char no[16];
+            snprintf(no, sizeof(no), "%d", n);
+            const char *p[4] = { cid, doc, no, s };
+            if (kf_db_cmd(db, "INSERT INTO doc_chunks (campaign_id, document, chunk, content) "
+                              "VALUES ($1::bigint, $2, $3::int, $4)", 4, p, err, errlen) < 0) {
+                text[end] = save;
+                return -1;
+            }
+            n++;
+        }
+        text[end] = save;
+        pos = end;
+    }
+    return n;
+}
+
+int kf_prompt_doc_add(kf_db *db, int64_t campaign_id, const char *doc, char *text, char *err, size_t errlen)
+{
+    char cid[24];
+    snprintf(cid, sizeof(cid), "%lld", (long long)campaign_id);
+    if (kf_db_begin(db, err, errlen) < 0) return -1;
+    int n = doc_chunks_insert(db, cid, doc, text, err, errlen);
+    if (n < 0 || kf_db_commit(db, err, errlen) < 0) {
+        kf_db_rollback(db);
+        return -1;
+    }
+    return n;
+}
+
+int kf_prompt_hint_add(kf_db *db, int64_t campaign_id, const char *text, int64_t *id, char *err, size_t errlen)
+{
+    char cid[24];
+    snprintf(cid, sizeof(cid), "%lld", (long long)campaign_id);
+    const char *p[2] = { cid, text };
+    PGresult *r = kf_db_exec(db, "INSERT INTO hints (campaign_id, text) VALUES ($1::bigint, $2) RETURNING id", 2, p,
+                             err, errlen);
+    if (!r) return -1;
+    *id = kf_db_i64(r, 0, 0, 0);
+    PQclear(r);
+    return 0;
+}

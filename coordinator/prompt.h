@@ -85,4 +85,15 @@ const char *kf_prompt_hw_note(const char *arch);
 /* The kernel ABI header text (abi/kf_abi.h). */
 const char *kf_prompt_abi_text(void);
 
+/* Store reference document `doc` (UTF-8 text, NUL-terminated; the buffer
+ * is used as scratch and restored) for campaign_id's prompts: cut into
+ * chunks of about 1500 characters on paragraph or line breaks (never inside
+ * a UTF-8 sequence), replacing a document of that name, in one transaction.
+ * Returns the number of chunks, or -1 with the database's message. */
+int kf_prompt_doc_add(kf_db *db, int64_t campaign_id, const char *doc, char *text, char *err, size_t errlen);
+
+/* Add an engineer's hint to campaign_id's next prompts; *id receives its id.
+ * Returns 0, or -1 with the database's message. */
+int kf_prompt_hint_add(kf_db *db, int64_t campaign_id, const char *text, int64_t *id, char *err, size_t errlen);
+
 #endif

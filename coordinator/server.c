@@ -757,3 +757,39 @@ int kf_server_poll(kf_server *s, int timeout_ms, char *err, size_t errlen)
         if (left == 0) return handled;
     }
 }
+
+/* ---- worker credentials: the operator's writes (server.h) ---- */
+
+int kf_server_cred_store(kf_db *db, const char *name, const char *key_hex, int rotate, char *err,
+                         size_t errlen)
+{
+    const char *p[2] = { name, key_hex };
+    PGresult *r = kf_db_exec(db, rotate
+        ? "INSERT INTO worker_credentials (name, mac_key) VALUES ($1, decode($2, 'hex'))"
+          " ON CONFLICT (name) DO UPDATE SET mac_key = EXCLUDED.mac_key, revoked_at = NULL,"
+          " created_at = now() RETURNING name"
+        : "INSERT INTO worker_credentials (name, mac_key) VALUES ($1, decode($2, 'hex'))"
+          " ON CONFLICT (name) DO NOTHING RETURNING name", 2, p, err, errlen);
+    if (!r) return -1;
+    int n = PQntuples(r);
+    PQclear(r);
+    return n > 0;
+}
+
+int kf_server_cred_forget(kf_db *db, const char *name, char *err, size_t errlen)
+{
+    const char *p[1] = { name };
+    return kf_db_cmd(db, "DELETE FROM worker_credentials WHERE name = $1 AND instance_id IS NULL", 1, p, err,
+                     errlen);
+}
+
+int kf_server_cred_revoke(kf_db *db, const char *name, char *err, size_t errlen)
+{
+    const char *p[1] = { name };
+    PGresult *r = kf_db_exec(db, "UPDATE worker_credentials SET revoked_at = now() WHERE name = $1 RETURNING name",
+                             1, p, err, errlen);
+    if (!r) return -1;
+    int n = PQntuples(r);
+    PQclear(r);
+    return n > 0;
+}

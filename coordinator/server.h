@@ -56,4 +56,23 @@ int kf_server_poll(kf_server *s, int timeout_ms, char *err, size_t errlen);
 /* Close the socket and free. NULL is fine. */
 void kf_server_free(kf_server *s);
 
+/* Worker credentials (table worker_credentials; this module owns its
+ * writes: the serving loop's counters and instances, and the operator's
+ * enrollment through these three). */
+
+/* Store worker `name`'s derived key K (hex, 2*32 digits; never the
+ * secret). rotate: replace an existing key and lift a revocation. Returns
+ * 1 when stored, 0 when the name already has a key and !rotate, -1 with
+ * the database's message. */
+int kf_server_cred_store(kf_db *db, const char *name, const char *key_hex, int rotate, char *err,
+                         size_t errlen);
+
+/* Remove `name`'s credential if no process has used it yet (an enrollment
+ * whose secret could not be handed out). Returns 0 or -1. */
+int kf_server_cred_forget(kf_db *db, const char *name, char *err, size_t errlen);
+
+/* Revoke `name`: every later message under it is refused. Returns 1, 0
+ * when there is no such credential, -1 with the database's message. */
+int kf_server_cred_revoke(kf_db *db, const char *name, char *err, size_t errlen);
+
 #endif

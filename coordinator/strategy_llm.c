@@ -806,3 +806,83 @@ static int parallel_step(kf_db *db, int64_t id, int *finished, char *err, size_t
 const kf_strategy kf_strategy_loop = { "loop", loop_step };
 const kf_strategy kf_strategy_beam = { "beam", beam_step };
 const kf_strategy kf_strategy_parallel = { "parallel", parallel_step };
+
+int kf_strategy_llm_submit(kf_db *db, int64_t campaign_id, const char *parent, const char *code,
+                           int64_t *proposal_id, char *err, size_t errlen)
+{
+    char cid[24];
+    snprintf(cid, sizeof(cid), "%lld", (long long)campaign_id);
+    if (kf_db_begin(db, err, errlen) < 0) return -1;
+    /* the campaign's row lock: the same one the strategy step takes */
+    const char *pl[1] = { cid };
+    PGresult *r = kf_db_exec(db, "SELECT state FROM campaigns WHERE id = $1::bigint FOR UPDATE", 1, pl, err, errlen);
+    if (!r) goto fail;
+    int finished = PQntuples(r) == 1 && !strcmp(PQgetvalue(r, 0, 0), "done");
+    PQclear(r);
+    if (finished) { /* its jobs would never be handed out: refuse instead of queueing */
+        kf_db_rollback(db);
+        snprintf(err, errlen, "is done: it evaluates nothing more (create a new campaign with this file "
+                              "as --seed, or kfarm campaign extend it)");
+        return -2;
+    }
+    if (parent) {
+        const char *pp[2] = { cid, parent };
+        r = kf_db_exec(db, "SELECT 1 FROM candidates WHERE campaign_id = $1::bigint AND id = $2::bigint", 2, pp, err,
+                       errlen);
+        if (!r) goto fail;
+        int ok = PQntuples(r) == 1;
+        PQclear(r);
+        if (!ok) {
+            kf_db_rollback(db);
+            snprintf(err, errlen, "has no candidate %s (--parent)", parent);
+            return -2;
+        }
+    }
+    const char *pi[3] = { cid, parent, code };
+    r = kf_db_exec(db,
+        "INSERT INTO proposals (campaign_id, kind, state, parent_id, code, model, answered_at) "
+        "VALUES ($1::bigint, 'human', 'approved', $2::bigint, $3, 'human', now()) RETURNING id",
+        3, pi, err, errlen);
+    if (!r) goto fail;
+    int64_t pid = kf_db_i64(r, 0, 0, 0);
+    PQclear(r);
+    if (kf_strategy_llm_materialize(db, pid, err, errlen) < 0) goto fail;
+    if (kf_db_commit(db, err, errlen) < 0) goto fail;
+    *proposal_id = pid;
+    return 0;
+fail:
+    kf_db_rollback(db);
+    return -1;
+}
+
+int kf_strategy_llm_review(kf_db *db, int64_t campaign_id, int64_t id, int approve, const char *note,
+                           char *err, size_t errlen)
+{
+    char cid[24], pid[24], reason[1024];
+    snprintf(cid, sizeof(cid), "%lld", (long long)campaign_id);
+    snprintf(pid, sizeof(pid), "%lld", (long long)id);
+    snprintf(reason, sizeof(reason), "rejected by reviewer%s%s", note ? ": " : "", note ? note : "");
+    if (kf_db_begin(db, err, errlen) < 0) return -1;
+    const char *pl[1] = { cid };
+    if (kf_db_cmd(db, "SELECT 1 FROM campaigns WHERE id = $1::bigint FOR UPDATE", 1, pl, err, errlen) < 0) goto fail;
+    const char *p[4] = { cid, pid, note, reason };
+    PGresult *r = kf_db_exec(db, approve
+        ? "UPDATE proposals SET state = 'approved', reviewer_note = $3 WHERE campaign_id = $1::bigint"
+          " AND id = $2::bigint AND state = 'review' AND $4::text IS NOT NULL RETURNING id"
+        : "UPDATE proposals SET state = 'rejected', reviewer_note = $3, reason = $4,"
+          " finished_at = now() WHERE campaign_id = $1::bigint AND id = $2::bigint"
+          " AND state = 'review' RETURNING id", 4, p, err, errlen);
+    if (!r) goto fail;
+    int n = PQntuples(r);
+    PQclear(r);
+    if (n == 0) {
+        kf_db_rollback(db);
+        return 0;
+    }
+    if (approve && kf_strategy_llm_materialize(db, id, err, errlen) < 0) goto fail;
+    if (kf_db_commit(db, err, errlen) < 0) goto fail;
+    return 1;
+fail:
+    kf_db_rollback(db);
+    return -1;
+}

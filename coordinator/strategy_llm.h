@@ -60,4 +60,24 @@ int kf_strategy_llm_check_config(const char *strategy, const char *config_json,
  * or -1 with reason on database errors. */
 int kf_strategy_llm_materialize(kf_db *db, int64_t proposal_id, char *err, size_t errlen);
 
+/* A person's kernel for campaign_id (`kfarm candidate submit`), in one
+ * transaction: a 'human' proposal, already approved, materialized into a
+ * candidate with a job per target (dedup and lineage as for the model's).
+ * parent: candidate id text or NULL. *proposal_id receives the proposal.
+ * Returns 0 (the proposal may still have failed, e.g. as a duplicate: read
+ * its state), -2 when refused, with a reason that reads after "campaign
+ * NAME " ("is done: ...", "has no candidate N ..."), -1 with the database's
+ * message. */
+int kf_strategy_llm_submit(kf_db *db, int64_t campaign_id, const char *parent, const char *code,
+                           int64_t *proposal_id, char *err, size_t errlen);
+
+/* A person's review of proposal `id` of campaign_id (`kfarm review`), in
+ * one transaction under the campaign's row lock: approve (materialized at
+ * once, as kf_strategy_llm_materialize) or reject with `note` (may be NULL).
+ * Returns 1 when the proposal was waiting for review and changed, 0 when it
+ * was not waiting (unknown, or already reviewed), -1 with the database's
+ * message. */
+int kf_strategy_llm_review(kf_db *db, int64_t campaign_id, int64_t id, int approve, const char *note,
+                           char *err, size_t errlen);
+
 #endif

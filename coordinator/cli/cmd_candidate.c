@@ -161,67 +161,33 @@ int kf_cli_cmd_candidate(int argc, char **argv)
         return 1;
     }
     long long id;
-    char cid[24], err[1024];
+    char err[1024];
     int rc = 1;
     if (kf_cli_campaign_id(db, name, &id) < 0) goto out;
-    snprintf(cid, sizeof(cid), "%lld", id);
-    if (kf_db_begin(db, err, sizeof(err)) < 0) goto dberr;
-    const char *pl[1] = { cid };
-    PGresult *rs = kf_db_exec(db, "SELECT state FROM campaigns WHERE id = $1::bigint FOR UPDATE",
-                              1, pl, err, sizeof(err));
-    if (!rs) goto dberr;
-    int finished = PQntuples(rs) == 1 && !strcmp(PQgetvalue(rs, 0, 0), "done");
-    PQclear(rs);
-    if (finished) {
-        /* its jobs would never be handed out: say so instead of queueing */
-        kf_db_rollback(db);
-        rc = kf_cli_fail("campaign %s is done: it evaluates nothing more (create a new campaign "
-                         "with this file as --seed)", name);
+    int64_t pid = 0;
+    int s = kf_strategy_llm_submit(db, (int64_t)id, parent, src, &pid, err, sizeof(err));
+    if (s == -2) {
+        rc = kf_cli_fail("campaign %s %s", name, err);
         goto out;
     }
-    if (parent) {
-        const char *pp[2] = { cid, parent };
-        PGresult *r = kf_db_exec(db, "SELECT 1 FROM candidates WHERE campaign_id = $1::bigint "
-                                     "AND id = $2::bigint", 2, pp, err, sizeof(err));
-        if (!r) goto dberr;
-        int ok = PQntuples(r) == 1;
-        PQclear(r);
-        if (!ok) {
-            kf_db_rollback(db);
-            rc = kf_cli_fail("--parent %s: no such candidate in campaign %s", parent, name);
-            goto out;
-        }
-    }
-    const char *pi[3] = { cid, parent, src };
-    PGresult *r = kf_db_exec(db,
-        "INSERT INTO proposals (campaign_id, kind, state, parent_id, code, model, answered_at) "
-        "VALUES ($1::bigint, 'human', 'approved', $2::bigint, $3, 'human', now()) RETURNING id",
-        3, pi, err, sizeof(err));
+    if (s < 0) goto dberr;
+    char pids[24];
+    snprintf(pids, sizeof(pids), "%lld", (long long)pid);
+    const char *pq[1] = { pids };
+    PGresult *r = kf_db_exec(db, "SELECT state, candidate_id, reason, (SELECT count(*) FROM candidates k "
+                                 "WHERE k.proposal_id = p.id) FROM proposals p WHERE id = $1::bigint",
+                             1, pq, err, sizeof(err));
     if (!r) goto dberr;
-    char pid[24];
-    snprintf(pid, sizeof(pid), "%s", PQgetvalue(r, 0, 0));
-    PQclear(r);
-    if (kf_strategy_llm_materialize(db, strtoll(pid, NULL, 10), err, sizeof(err)) < 0) goto dberr;
-    const char *pq[1] = { pid };
-    r = kf_db_exec(db, "SELECT state, candidate_id, reason, (SELECT count(*) FROM candidates k "
-                       "WHERE k.proposal_id = p.id) FROM proposals p WHERE id = $1::bigint",
-                   1, pq, err, sizeof(err));
-    if (!r) goto dberr;
-    if (kf_db_commit(db, err, sizeof(err)) < 0) {
-        PQclear(r);
-        goto dberr;
-    }
-    if (!strcmp(PQgetvalue(r, 0, 0), "done")) {
+    if (PQntuples(r) == 1 && !strcmp(PQgetvalue(r, 0, 0), "done")) {
         printf("candidate %s queued (%s variants, proposal %s)\n", PQgetvalue(r, 0, 1),
-               PQgetvalue(r, 0, 3), pid);
+               PQgetvalue(r, 0, 3), pids);
         rc = 0;
     } else {
-        rc = kf_cli_fail("not queued: %s", PQgetvalue(r, 0, 2));
+        rc = kf_cli_fail("not queued: %s", PQntuples(r) == 1 ? PQgetvalue(r, 0, 2) : "proposal vanished");
     }
     PQclear(r);
     goto out;
 dberr:
-    kf_db_rollback(db);
     rc = kf_cli_fail("%s", err);
 out:
     kf_db_close(db);

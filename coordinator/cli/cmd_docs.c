@@ -16,9 +16,7 @@
 
 #include "kf_util.h"
 #include "kfarm_cli.h"
-
-#define CHUNK_TARGET 1500
-#define CHUNK_MAX 3000
+#include "prompt.h"
 
 static void usage(FILE *f)
 {
@@ -30,55 +28,7 @@ static void usage(FILE *f)
         "  --db CONNINFO  (default $KFARM_DB)\n");
 }
 
-/* Insert the chunks of text as document doc. Returns the chunk count or -1. */
-static int add_doc(kf_db *db, const char *cid, const char *doc, char *text, char *err, size_t errlen)
-{
-    const char *pd[2] = { cid, doc };
-    if (kf_db_cmd(db, "DELETE FROM doc_chunks WHERE campaign_id = $1::bigint AND document = $2",
-                  2, pd, err, errlen) < 0)
-        return -1;
-    int n = 0;
-    size_t len = strlen(text), pos = 0;
-    while (pos < len) {
-        size_t end = pos + CHUNK_MAX < len ? pos + CHUNK_MAX : len;
-        if (end < len) {
-            /* prefer a paragraph break after CHUNK_TARGET/2, else a line break */
-            size_t cut = 0;
-            for (size_t i = pos + CHUNK_TARGET / 2; i + 1 < end; i++)
-                if (text[i] == '\n' && text[i + 1] == '\n') {
-                    cut = i + 2;
-                    if (i >= pos + CHUNK_TARGET) break;
-                }
-            if (!cut)
-                for (size_t i = end - 1; i > pos + CHUNK_TARGET / 2; i--)
-                    if (text[i] == '\n') {
-                        cut = i + 1;
-                        break;
-                    }
-            if (cut) end = cut;
-        }
-        /* never split a UTF-8 sequence */
-        while (end < len && ((unsigned char)text[end] & 0xc0) == 0x80) end++;
-        char save = text[end];
-        text[end] = 0;
-        const char *s = text + pos;
-        while (*s == '\n' || *s == ' ') s++;
-        if (*s) {
-            char no[16];
-            snprintf(no, sizeof(no), "%d", n);
-            const char *p[4] = { cid, doc, no, s };
-            if (kf_db_cmd(db, "INSERT INTO doc_chunks (campaign_id, document, chunk, content) "
-                              "VALUES ($1::bigint, $2, $3::int, $4)", 4, p, err, errlen) < 0) {
-                text[end] = save;
-                return -1;
-            }
-            n++;
-        }
-        text[end] = save;
-        pos = end;
-    }
-    return n;
-}
+
 
 int kf_cli_cmd_docs(int argc, char **argv)
 {
@@ -146,15 +96,9 @@ int kf_cli_cmd_docs(int argc, char **argv)
         kf_db_utf8_sanitize(text);
         const char *base = strrchr(argv[i], '/');
         base = base ? base + 1 : argv[i];
-        if (kf_db_begin(db, err, sizeof(err)) < 0) {
-            free(text);
-            rc = kf_cli_fail("%s", err);
-            break;
-        }
-        int n = add_doc(db, cid, base, text, err, sizeof(err));
+        int n = kf_prompt_doc_add(db, strtoll(cid, NULL, 10), base, text, err, sizeof(err));
         free(text);
-        if (n < 0 || kf_db_commit(db, err, sizeof(err)) < 0) {
-            kf_db_rollback(db);
+        if (n < 0) {
             rc = kf_cli_fail("%s: %s", argv[i], err);
             break;
         }

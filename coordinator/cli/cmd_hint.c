@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kfarm_cli.h"
+#include "prompt.h"
 
 static void usage(FILE *f)
 {
@@ -57,14 +58,9 @@ int kf_cli_cmd_hint(int argc, char **argv)
     }
     snprintf(cid, sizeof(cid), "%lld", id);
     if (add) {
-        const char *p[2] = { cid, text };
-        PGresult *r = kf_db_exec(db, "INSERT INTO hints (campaign_id, text) VALUES ($1::bigint, $2) "
-                                     "RETURNING id", 2, p, err, sizeof(err));
-        if (!r) rc = kf_cli_fail("%s", err);
-        else {
-            printf("hint %s added to %s (used by the next prompts)\n", PQgetvalue(r, 0, 0), name);
-            PQclear(r);
-        }
+        int64_t hid;
+        if (kf_prompt_hint_add(db, (int64_t)id, text, &hid, err, sizeof(err)) < 0) rc = kf_cli_fail("%s", err);
+        else printf("hint %lld added to %s (used by the next prompts)\n", (long long)hid, name);
     } else {
         const char *p[1] = { cid };
         PGresult *r = kf_db_exec(db, "SELECT id, to_char(created_at, 'YYYY-MM-DD HH24:MI') AS created, text "

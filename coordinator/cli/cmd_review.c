@@ -109,50 +109,23 @@ static int do_show(kf_db *db, const char *cid, const char *id, int with_prompt)
 static int decide(kf_db *db, const char *cid, const char *id, int approve, const char *note)
 {
     char err[1024];
-    const char *pl[1] = { cid };
-    if (kf_db_begin(db, err, sizeof(err)) < 0) return kf_cli_fail("%s", err);
-    /* the campaign's row lock: the same one the strategy step takes */
-    if (kf_db_cmd(db, "SELECT 1 FROM campaigns WHERE id = $1::bigint FOR UPDATE", 1, pl, err,
-                  sizeof(err)) < 0)
-        goto fail;
-    char reason[1024];
-    snprintf(reason, sizeof(reason), "rejected by reviewer%s%s", note ? ": " : "", note ? note : "");
-    const char *p[4] = { cid, id, note, reason };
-    PGresult *r = kf_db_exec(db, approve
-        ? "UPDATE proposals SET state = 'approved', reviewer_note = $3 WHERE campaign_id = $1::bigint"
-          " AND id = $2::bigint AND state = 'review' AND $4::text IS NOT NULL RETURNING id"
-        : "UPDATE proposals SET state = 'rejected', reviewer_note = $3, reason = $4,"
-          " finished_at = now() WHERE campaign_id = $1::bigint AND id = $2::bigint"
-          " AND state = 'review' RETURNING id", 4, p, err, sizeof(err));
-    if (!r) goto fail;
-    int n = PQntuples(r);
-    PQclear(r);
-    if (n == 0) {
-        kf_db_rollback(db);
-        return kf_cli_fail("proposal %s is not waiting for review (see kfarm review list)", id);
-    }
-    if (approve && kf_strategy_llm_materialize(db, strtoll(id, NULL, 10), err, sizeof(err)) < 0)
-        goto fail;
+    int n = kf_strategy_llm_review(db, strtoll(cid, NULL, 10), strtoll(id, NULL, 10), approve, note, err,
+                                   sizeof(err));
+    if (n < 0) return kf_cli_fail("%s", err);
+    if (n == 0) return kf_cli_fail("proposal %s is not waiting for review (see kfarm review list)", id);
     const char *pi[1] = { id };
-    r = kf_db_exec(db, "SELECT state, candidate_id, reason, (SELECT count(*) FROM candidates k"
-                       " WHERE k.proposal_id = p.id) FROM proposals p WHERE id = $1::bigint",
-                   1, pi, err, sizeof(err));
-    if (!r) goto fail;
-    if (kf_db_commit(db, err, sizeof(err)) < 0) {
-        PQclear(r);
-        goto fail;
-    }
+    PGresult *r = kf_db_exec(db, "SELECT state, candidate_id, reason, (SELECT count(*) FROM candidates k"
+                                 " WHERE k.proposal_id = p.id) FROM proposals p WHERE id = $1::bigint",
+                             1, pi, err, sizeof(err));
+    if (!r) return kf_cli_fail("%s", err);
     if (!approve) printf("proposal %s rejected\n", id);
-    else if (!strcmp(PQgetvalue(r, 0, 0), "done"))
+    else if (PQntuples(r) == 1 && !strcmp(PQgetvalue(r, 0, 0), "done"))
         printf("proposal %s approved: candidate %s queued (%s variants)\n", id,
                PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 3));
     else
-        printf("proposal %s approved but not evaluated: %s\n", id, PQgetvalue(r, 0, 2));
+        printf("proposal %s approved but not evaluated: %s\n", id, PQntuples(r) == 1 ? PQgetvalue(r, 0, 2) : "?");
     PQclear(r);
     return 0;
-fail:
-    kf_db_rollback(db);
-    return kf_cli_fail("%s", err);
 }
 
 int kf_cli_cmd_review(int argc, char **argv)

@@ -19,6 +19,7 @@
 
 #include "kf_wire.h"
 #include "kfarm_cli.h"
+#include "server.h"
 
 static void usage(FILE *f)
 {
@@ -64,20 +65,12 @@ static int cmd_add(kf_db *db, const char *name, const char *out, int rotate)
     OPENSSL_cleanse(&k, sizeof(k));
     kf_cred_format(name, hex, text, sizeof(text));
     OPENSSL_cleanse(hex, sizeof(hex));
-    const char *p[2] = { name, khex };
-    PGresult *r = kf_db_exec(db, rotate
-        ? "INSERT INTO worker_credentials (name, mac_key) VALUES ($1, decode($2, 'hex'))"
-          " ON CONFLICT (name) DO UPDATE SET mac_key = EXCLUDED.mac_key, revoked_at = NULL,"
-          " created_at = now() RETURNING name"
-        : "INSERT INTO worker_credentials (name, mac_key) VALUES ($1, decode($2, 'hex'))"
-          " ON CONFLICT (name) DO NOTHING RETURNING name", 2, p, err, sizeof(err));
+    int n = kf_server_cred_store(db, name, khex, rotate, err, sizeof(err));
     OPENSSL_cleanse(khex, sizeof(khex));
-    if (!r) {
+    if (n < 0) {
         OPENSSL_cleanse(text, sizeof(text));
         return kf_cli_fail("%s", err);
     }
-    int n = PQntuples(r);
-    PQclear(r);
     if (n == 0) {
         OPENSSL_cleanse(text, sizeof(text));
         return kf_cli_fail("worker %s already has a credential (use --rotate to issue a new one, "
@@ -88,9 +81,7 @@ static int cmd_add(kf_db *db, const char *name, const char *out, int rotate)
             int e = errno;
             OPENSSL_cleanse(text, sizeof(text));
             /* the key is stored but nobody holds the secret: remove it again */
-            const char *pd[1] = { name };
-            kf_db_cmd(db, "DELETE FROM worker_credentials WHERE name = $1 AND instance_id IS NULL",
-                      1, pd, err, sizeof(err));
+            kf_server_cred_forget(db, name, err, sizeof(err));
             return kf_cli_fail("cannot write %s: %s (nothing issued)", out, strerror(e));
         }
         fprintf(stderr, "kfarm: credential of worker %s written to %s (keep it secret; start the "
@@ -133,13 +124,10 @@ int kf_cli_cmd_worker(int argc, char **argv)
     if (!strcmp(sub, "add")) {
         rc = cmd_add(db, argv[optind + 1], out, rotate);
     } else if (!strcmp(sub, "revoke")) {
-        const char *p[1] = { argv[optind + 1] };
-        PGresult *r = kf_db_exec(db, "UPDATE worker_credentials SET revoked_at = now()"
-                                     " WHERE name = $1 RETURNING name", 1, p, err, sizeof(err));
-        if (!r) rc = kf_cli_fail("%s", err);
-        else if (PQntuples(r) == 0) rc = kf_cli_fail("no worker credential '%s'", argv[optind + 1]);
+        int n = kf_server_cred_revoke(db, argv[optind + 1], err, sizeof(err));
+        if (n < 0) rc = kf_cli_fail("%s", err);
+        else if (n == 0) rc = kf_cli_fail("no worker credential '%s'", argv[optind + 1]);
         else printf("worker %s revoked: its messages are refused from now on\n", argv[optind + 1]);
-        if (r) PQclear(r);
     } else {
         PGresult *r = kf_db_exec(db,
             "SELECT name, to_char(created_at, 'YYYY-MM-DD HH24:MI'),"

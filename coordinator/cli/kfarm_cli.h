@@ -4,7 +4,10 @@
  * Design (git's builtin/ layout). kfarm.c dispatches `kfarm COMMAND ...` to
  * one kf_cli_cmd_* function per file (cmd_*.c); each parses its own options
  * with getopt_long (--db and --help everywhere), talks to PostgreSQL through
- * the coordinator library (no daemon needed) and returns the exit status:
+ * the coordinator library (no daemon needed): commands read with their own
+ * SQL, but every write goes through the coordinator module that owns the
+ * table (campaign.c, queue.c, strategy_llm.c, prompt.c, server.c), so one
+ * module holds each table's rules. Each returns the exit status:
  * 0 success, 1 failure (one line "kfarm: reason" on stderr), 2 usage error.
  * Shared helpers (option parsing, database connection, tables) live in
  * common.c.
