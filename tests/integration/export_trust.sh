@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The dashboard export on a schema with redundant verification of winners
-# (jobs.purpose = 'verify', evaluations.confirmation, confirmed_by_worker: the
-# trust model's columns, added here as its migration adds them): a
+# The dashboard export with redundant verification of winners
+# (jobs.purpose = 'verify', evaluations.confirmation, confirmed_by_worker:
+# schema/003_trust.sql): a
 # verification job neither counts as a result nor becomes a best, even with a
 # huge speedup; each result carries its confirmation state; the candidate
 # file shows the verification with the worker that confirmed.
@@ -9,10 +9,6 @@ source "$(dirname "$0")/../lib.sh"
 
 kf db migrate >/dev/null
 psql "$KFARM_DB" -qtAX -v ON_ERROR_STOP=1 -v n=300 -v name=tr -f "$KFARM_SRC/tests/browser/synth.sql"
-sql "ALTER TABLE jobs ADD COLUMN purpose text NOT NULL DEFAULT 'eval' CHECK (purpose IN ('eval', 'verify'));
-     ALTER TABLE jobs DROP CONSTRAINT jobs_candidate_id_target_key;
-     ALTER TABLE evaluations ADD COLUMN confirmation text NOT NULL DEFAULT 'none';
-     ALTER TABLE evaluations ADD COLUMN confirmed_by_worker text;" >/dev/null
 best=$(sql "SELECT e.id FROM evaluations e JOIN jobs j ON j.id = e.job_id WHERE e.is_final AND e.verdict = 'ok' AND j.target = 'cpu' ORDER BY e.speedup DESC LIMIT 1")
 k=$(sql "SELECT candidate_id FROM evaluations WHERE id = $best")
 want=$(sql "SELECT round(speedup::numeric, 4) FROM evaluations WHERE id = $best")
