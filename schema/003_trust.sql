@@ -29,6 +29,9 @@ ALTER TABLE jobs ADD COLUMN avoid_worker text;    -- prefer any other worker
 ALTER TABLE jobs ADD COLUMN not_before timestamptz;
 ALTER TABLE jobs DROP CONSTRAINT jobs_candidate_id_target_key;
 CREATE UNIQUE INDEX jobs_one_eval ON jobs(candidate_id, target) WHERE purpose = 'eval';
+-- a candidate's jobs of any purpose (the dropped constraint's index served
+-- this; without it every per-candidate lookup scans the jobs table)
+CREATE INDEX jobs_candidate ON jobs(candidate_id);
 CREATE UNIQUE INDEX jobs_one_verify ON jobs(verifies) WHERE purpose = 'verify';
 
 -- The confirmation state of a result (the final `ok` evaluation of an eval
