@@ -31,31 +31,32 @@ t=$(date +%s.%N)
 kf export --out "$T_DIR/site" >/dev/null
 log "export took $(python3 -c "print(round($(date +%s.%N) - $t, 1))") s (not a pass/fail criterion: see tools/bench)"
 
-# what the pages must show, from the database
-sql "WITH fin AS (SELECT e.*, j.target, j.campaign_id FROM evaluations e JOIN jobs j ON j.id = e.job_id WHERE e.is_final),
+# what the pages must show, from the database (the campaign's own jobs:
+# verification jobs of fleet trust are not results)
+sql "WITH fin AS (SELECT e.*, j.target, j.campaign_id FROM evaluations e JOIN jobs j ON j.id = e.job_id AND j.purpose = 'eval' WHERE e.is_final),
   best AS (SELECT DISTINCT ON (campaign_id, target) campaign_id, target, candidate_id, speedup FROM fin
            WHERE verdict = 'ok' AND speedup IS NOT NULL ORDER BY campaign_id, target, speedup DESC, candidate_id),
   top AS (SELECT DISTINCT ON (campaign_id) campaign_id, candidate_id FROM best ORDER BY campaign_id, speedup DESC, candidate_id)
 SELECT json_build_object(
   'campaigns', (SELECT json_agg(json_build_object('name', c.name,
      'candidates', (SELECT count(*) FROM candidates WHERE campaign_id = c.id),
-     'jobs_done', (SELECT count(*) FROM jobs WHERE campaign_id = c.id AND state = 'done'),
-     'jobs_total', (SELECT count(*) FROM jobs WHERE campaign_id = c.id),
-     'attempts', (SELECT count(*) FROM evaluations e JOIN jobs j ON j.id = e.job_id WHERE j.campaign_id = c.id),
+     'jobs_done', (SELECT count(*) FROM jobs WHERE purpose = 'eval' AND campaign_id = c.id AND state = 'done'),
+     'jobs_total', (SELECT count(*) FROM jobs WHERE purpose = 'eval' AND campaign_id = c.id),
+     'attempts', (SELECT count(*) FROM evaluations e JOIN jobs j ON j.id = e.job_id AND j.purpose = 'eval' WHERE j.campaign_id = c.id),
      'best', (SELECT json_agg(json_build_object('target', target, 'candidate_id', candidate_id, 'speedup', speedup)) FROM best WHERE campaign_id = c.id),
-     'results', (SELECT count(*) FROM jobs WHERE campaign_id = c.id),
+     'results', (SELECT count(*) FROM jobs WHERE purpose = 'eval' AND campaign_id = c.id),
      'ok', (SELECT count(*) FROM fin WHERE campaign_id = c.id AND verdict = 'ok' AND speedup IS NOT NULL),
      'proposals', (SELECT count(*) FROM proposals WHERE campaign_id = c.id),
      'best_candidate', top.candidate_id,
      'best_candidate_jobs', (SELECT count(*) FROM jobs j JOIN candidates k ON k.id = j.candidate_id
-        LEFT JOIN fin f ON f.job_id = j.id WHERE j.campaign_id = c.id
+        LEFT JOIN fin f ON f.job_id = j.id WHERE j.purpose = 'eval' AND j.campaign_id = c.id
         AND (('#' || k.id) LIKE '#' || top.candidate_id || '%' OR ('#' || k.parent_id) LIKE '#' || top.candidate_id || '%'
              OR position('#' || top.candidate_id IN COALESCE(left(f.detail, 120), '')) > 0)),
      'parent_candidate', (SELECT parent_id FROM candidates WHERE id = top.candidate_id)) ORDER BY c.id)
      FROM campaigns c JOIN top ON top.campaign_id = c.id),
   'fleet', json_build_object(
-     'online', (SELECT count(*) FROM workers WHERE NOT quarantined AND last_seen >= now() - interval '100 s'),
-     'offline', (SELECT count(*) FROM workers WHERE NOT quarantined AND last_seen < now() - interval '100 s'),
+     'online', (SELECT count(*) FROM workers WHERE NOT quarantined AND last_seen >= now() - interval '60 s'),
+     'offline', (SELECT count(*) FROM workers WHERE NOT quarantined AND last_seen < now() - interval '60 s'),
      'quarantined', (SELECT count(*) FROM workers WHERE quarantined)),
   'hostile', json_build_object('campaign', 'big', 'candidate', (SELECT id FROM candidates WHERE sha256 = 'sha--1'),
      'failed_proposal', (SELECT id FROM proposals WHERE reply LIKE '%KF_PWNED=2%')),

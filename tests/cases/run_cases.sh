@@ -394,7 +394,9 @@ if [ -z "${CASES:-}" ] || [[ " $CASES " == *" usage "* ]]; then
     done
     # --gpu N on a worker with no GPU must not quietly serve the cpu backend
     if "$WORKER" devices | grep -q '"backend": "cpu"'; then
-        KFARM_FLEET_KEY=usage-test-key-0123456789abcdef timeout 10 "$WORKER" run \
+        # a well-formed credential, so the device check is what refuses
+        (umask 077; echo "kfarm-worker-credential v2 usage-w $(printf '0%.0s' $(seq 64))" >"$TMP/usage.cred")
+        timeout 10 "$WORKER" run --credential "$TMP/usage.cred" \
             --coordinator ipc:///nonexistent/kfarm.ipc --gpu 0 --work-dir "$TMP/gpu0" >"$TMP/usage.out" 2>"$TMP/usage.err"
         rc=$?
         if [ "$rc" -eq 2 ] && grep -q -- "--gpu 0" "$TMP/usage.err"; then pass=$((pass + 1)); else
