@@ -58,7 +58,8 @@ int kf_cli_cmd_leaderboard(int argc, char **argv)
     r = kf_db_exec(db,
         "SELECT string_agg(verdict || ' ' || n, ', ' ORDER BY n DESC, verdict), sum(n) FROM"
         " (SELECT e.verdict, count(*) n FROM evaluations e JOIN jobs j ON j.id = e.job_id"
-        "  WHERE j.campaign_id = $1::bigint AND e.is_final AND ($2::text IS NULL OR j.target = $2)"
+        "  WHERE j.campaign_id = $1::bigint AND j.purpose = 'eval' AND e.is_final"
+        "  AND ($2::text IS NULL OR j.target = $2)"
         "  AND $3::bigint IS NOT DISTINCT FROM $3::bigint GROUP BY e.verdict) v",
         3, p, err, sizeof(err));
     if (!r) {
