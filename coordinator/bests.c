@@ -142,13 +142,7 @@ json_t *kf_bests(kf_db *db, int64_t campaign_id, char *err, size_t errlen)
             " LEFT JOIN jobs j ON j.candidate_id = $2::bigint AND j.target = t AND j.purpose = 'eval'"
             " LEFT JOIN evaluations e ON e.job_id = j.id AND e.is_final "
             "WHERE c.id = $1::bigint AND (e.verdict IS DISTINCT FROM 'ok') ORDER BY t", 2, pb, err, errlen);
-        if (!r) {
-            json_decref(out);
-            json_decref(overall);
-            json_decref(notev);
-            json_decref(per);
-            return NULL;
-        }
+        if (!r) goto fail;
         if (PQntuples(r) > 0) {
             json_t *o = json_object(), *no = json_array();
             json_object_set_new(o, "candidate", json_integer(bid));
@@ -179,13 +173,7 @@ json_t *kf_bests(kf_db *db, int64_t campaign_id, char *err, size_t errlen)
             " JOIN candidates k ON k.id = j.candidate_id"
             " JOIN evaluations e ON e.job_id = j.id AND e.is_final "
             "WHERE c.id = $1::bigint ORDER BY t.o", 2, po, err, errlen);
-        if (!r) {
-            json_decref(out);
-            json_decref(overall);
-            json_decref(notev);
-            json_decref(per);
-            return NULL;
-        }
+        if (!r) goto fail;
         for (int i = 0; i < PQntuples(r); i++) {
             json_t *row = row_json(r, i, 1);
             json_object_set_new(row, "target", json_string(PQgetvalue(r, i, 0)));
@@ -198,4 +186,10 @@ json_t *kf_bests(kf_db *db, int64_t campaign_id, char *err, size_t errlen)
     json_object_set_new(out, "overall", overall);
     json_object_set_new(out, "not_everywhere", notev);
     return out;
+fail:
+    json_decref(out);
+    json_decref(overall);
+    json_decref(notev);
+    json_decref(per);
+    return NULL;
 }
