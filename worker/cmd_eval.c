@@ -59,6 +59,7 @@ int kf_worker_cmd_eval(int argc, char **argv)
                    "  --seed N          secret input seed, for a reproducible run (default: random)\n"
                    "  --timeout S       wall-clock limit of the evaluation child (default: the task's)\n"
                    "  --quick           fewer timing repetitions\n"
+                   "  --compile-only    build reference, baseline and candidate into the cache and stop\n"
                    "  --json            print one JSON object (verdict, detail, timings, metrics, compile log)\n"
                    "  --work-dir DIR    scratch root (default $TMPDIR or /tmp)\n"
                    "  --cache-dir DIR   compile cache (default $KFARM_CACHE_DIR; none if unset)\n"
@@ -69,6 +70,8 @@ int kf_worker_cmd_eval(int argc, char **argv)
             json_out = 1;
         } else if (!strcmp(a, "--quick")) {
             req.quick = 1;
+        } else if (!strcmp(a, "--compile-only")) {
+            req.compile_only = 1;
         } else if (!strcmp(a, "--define") || !strcmp(a, "-D")) {
             if (++i >= argc) return usage("--define needs NAME=VALUE");
             if (req.n_defines >= KF_EVAL_MAX_DEFINES) return usage("too many --define");

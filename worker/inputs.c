@@ -1,8 +1,14 @@
 /*
  * inputs.c -- seeded input generation, poison patterns and the f16/bf16
- * conversions. See inputs.h for the design.
+ * conversions. See inputs.h for the design. Compiled with -ffp-contract=off
+ * (CMakeLists.txt): the counter-based fill must round exactly like the GPU's.
  */
 #include "inputs.h"
+#include "gen.h"
+
+_Static_assert(KF_F32 == 0 && KF_F16 == 1 && KF_BF16 == 2 && KF_I32 == 3 && KF_F64 == 4,
+               "gen.h stores elements by these dtype numbers");
+_Static_assert(KF_MAX_SPECIAL <= KF_GEN_MAX_SPECIAL, "gen.h holds every special value");
 
 #include <math.h>
 #include <string.h>
@@ -61,13 +67,6 @@ uint64_t kf_inputs_derive_seed(uint64_t job_seed, uint64_t shape_index, uint64_t
 
 /* ---- f16 / bf16 ---- */
 
-static uint32_t f2u(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
 static float u2f(uint32_t u)
 {
     float f;
@@ -75,40 +74,11 @@ static float u2f(uint32_t u)
     return f;
 }
 
-uint16_t kf_inputs_f32_to_bf16(float f)
-{
-    uint32_t u = f2u(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u); /* quiet NaN */
-    uint32_t lsb = (u >> 16) & 1u;
-    u += 0x7fffu + lsb; /* round to nearest even; overflows to Inf correctly */
-    return (uint16_t)(u >> 16);
-}
+uint16_t kf_inputs_f32_to_bf16(float f) { return kf_gen_f32_to_bf16(f); }
 
 float kf_inputs_bf16_to_f32(uint16_t b) { return u2f((uint32_t)b << 16); }
 
-uint16_t kf_inputs_f32_to_f16(float f)
-{
-    uint32_t u = f2u(f);
-    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
-    uint32_t a = u & 0x7fffffffu;
-    if (a > 0x7f800000u) return sign | 0x7e00u;             /* NaN */
-    if (a >= 0x477ff000u) return sign | 0x7c00u;            /* >= 65520 rounds to Inf */
-    if (a < 0x38800000u) {                                  /* below the smallest normal 2^-14 */
-        if (a < 0x33000000u) return sign;                   /* < 2^-25: rounds to zero */
-        /* subnormal: result = value / 2^-24 = m * 2^(e - 126), m the 24-bit
-         * significand; e in [102, 112] so the shift is 14..24. */
-        uint32_t e = a >> 23, m = (a & 0x7fffffu) | 0x800000u;
-        uint32_t drop = 126u - e;
-        uint32_t q = m >> drop, rem = m & ((1u << drop) - 1u), half = 1u << (drop - 1);
-        if (rem > half || (rem == half && (q & 1u))) q++;
-        return sign | (uint16_t)q;
-    }
-    /* normal: rebias exponent 127 -> 15, round mantissa 23 -> 10 bits */
-    uint32_t r = a - 0x38000000u; /* exponent - 112 */
-    uint32_t q = r >> 13, rem = r & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (q & 1u))) q++;
-    return sign | (uint16_t)q;
-}
+uint16_t kf_inputs_f32_to_f16(float f) { return kf_gen_f32_to_f16(f); }
 
 float kf_inputs_f16_to_f32(uint16_t h)
 {
@@ -218,4 +188,25 @@ int kf_inputs_is_poison(const void *buf, int dtype, int64_t i)
     }
     }
     return 0;
+}
+
+void kf_inputs_gen_spec(const kf_tensor_spec *ts, uint64_t seed, kf_gen_spec *g)
+{
+    memset(g, 0, sizeof(*g));
+    g->seed = seed;
+    g->dtype = ts->dtype;
+    g->dist = ts->dist == KF_DIST_UNIFORM ? 1 : 0;
+    g->p0 = ts->p0;
+    g->p1 = ts->dist == KF_DIST_UNIFORM ? ts->p1 - ts->p0 : ts->p1;
+    if (ts->n_special > 0 && ts->special_fraction > 0) {
+        g->n_special = ts->n_special;
+        for (int k = 0; k < ts->n_special; k++) g->special[k] = ts->special[k];
+        g->thresh = (uint64_t)(ts->special_fraction * 9007199254740992.0); /* 2^53 */
+        if (!g->thresh) g->thresh = 1;
+    }
+}
+
+void kf_inputs_gen_fill(void *buf, int64_t n, const kf_gen_spec *g)
+{
+    for (int64_t i = 0; i < n; i++) kf_gen_store(buf, g->dtype, (uint64_t)i, kf_gen_value(g, (uint64_t)i));
 }

@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "kf_task.h"
+#include "gen.h"
 
 #define KF_INPUTS_I32_POISON ((int32_t)0x80000001) /* -2147483647 */
 
@@ -56,6 +57,12 @@ void kf_inputs_fill(void *buf, int dtype, int64_t n, const kf_tensor_spec *ts, u
  * inputs differ from all earlier ones. */
 void kf_inputs_perturb(void *buf, int dtype, int64_t n, const kf_tensor_spec *ts, uint64_t seed,
                        int k);
+
+/* The counter-based generator's description of tensor ts for seed (gen.h):
+ * the same spec fills the same bits on the host and on the GPU. */
+void kf_inputs_gen_spec(const kf_tensor_spec *ts, uint64_t seed, kf_gen_spec *g);
+/* Host fill of n elements of g's dtype with gen.h's counter-based values. */
+void kf_inputs_gen_fill(void *buf, int64_t n, const kf_gen_spec *g);
 
 /* Fill n elements with the poison pattern of dtype. */
 void kf_inputs_poison(void *buf, int dtype, int64_t n);

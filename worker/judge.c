@@ -96,6 +96,7 @@
 #define LATE_CHECK_MS 5
 #define CPU_SLACK_NS 2000000LL     /* 2 ms of CPU while not called = work left running */
 #define OUT_KEEP 8192
+#define HOST_GEN_MAX (1 << 20)       /* validation inputs up to this many elements are generated on the host */
 
 enum { R_REF = 0, R_BASE = 1, R_CAND = 2 };
 static const char *const role_name[3] = {"reference", "baseline", "candidate"};
@@ -136,9 +137,6 @@ typedef struct {
     double t_start, deadline;
     runner r[3];
     uint64_t arena_bytes;
-    void *gen[KF_MAX_TENSORS];   /* the current timed call's inputs (host) */
-    uint64_t gen_cap[KF_MAX_TENSORS];
-    int gen_b, gen_rep, gen_valid;
     double call_t0;          /* when the current call was rung */
     double cand_used_s;      /* wall seconds spent inside the candidate's calls */
     int64_t cand_mark;       /* the candidate runner's CPU clock (ns) when it last answered or was last checked */
@@ -911,19 +909,39 @@ static void judge_outputs(judge *j, const layout *L, void **cand, void **ref, co
     }
 }
 
-/* Inputs in the candidate's arena must equal what was written (exp: host copies or the reference's arena). */
-static void check_inputs(judge *j, const layout *L, void **expect, const char *where)
+/* Inputs in the candidate's arena must equal what was written. Tensor i
+ * generated on the host: expect[i] holds it (compared after a copy back).
+ * Generated in place (expect[i] NULL): gen[i] is regenerated into the
+ * reference's arena (its outputs were already read) and compared there, on
+ * the device for cuda. */
+static void check_inputs(judge *j, const layout *L, void **expect, const kf_gen_spec *gen, const char *where)
 {
+    runner *C = &j->r[R_CAND], *R = &j->r[R_REF];
     for (int i = 0; i < j->t->n_inputs; i++) {
+        const kf_tensor_spec *ts = &j->t->inputs[i];
+        size_t es = kf_dtype_size(ts->dtype);
+        if (!expect[i]) {
+            uint64_t first = 0;
+            if (j->be->gen(j->dev, &R->arena, L->in_off[i], &gen[i], L->in_n[i])) io_fail(j, "generate inputs");
+            int same = j->be->same(j->dev, &C->arena, L->in_off[i], &R->arena, L->in_off[i], L->in_bytes[i], &first);
+            if (same < 0) io_fail(j, "compare inputs");
+            if (same) continue;
+            uint64_t idx = first / es;
+            unsigned char was[8] = {0}, is[8] = {0};
+            if (j->be->get(j->dev, &R->arena, L->in_off[i] + idx * es, was, es) ||
+                j->be->get(j->dev, &C->arena, L->in_off[i] + idx * es, is, es))
+                io_fail(j, "read inputs");
+            finish(j, KF_INCORRECT, "candidate", "candidate modified input '%s' (element %llu: was %.9g, now %.9g) %s",
+                   ts->name, (unsigned long long)idx, kf_inputs_get(was, ts->dtype, 0),
+                   kf_inputs_get(is, ts->dtype, 0), where);
+        }
         void *now = malloc(L->in_bytes[i] ? L->in_bytes[i] : 1);
-        if (!now || j->be->get(j->dev, &j->r[R_CAND].arena, L->in_off[i], now, L->in_bytes[i])) io_fail(j, "read inputs");
+        if (!now || j->be->get(j->dev, &C->arena, L->in_off[i], now, L->in_bytes[i])) io_fail(j, "read inputs");
         if (memcmp(now, expect[i], L->in_bytes[i])) {
-            const kf_tensor_spec *ts = &j->t->inputs[i];
-            size_t es = kf_dtype_size(ts->dtype);
             int64_t idx = 0;
-            const unsigned char *a = expect[i], *b = now;
+            const unsigned char *x = expect[i], *y = now;
             for (uint64_t k = 0; k < L->in_bytes[i]; k++)
-                if (a[k] != b[k]) {
+                if (x[k] != y[k]) {
                     idx = (int64_t)(k / es);
                     break;
                 }
@@ -954,12 +972,24 @@ static void validate(judge *j)
         for (int tr = 0; tr < t->trials; tr++) {
             char where[256];
             snprintf(where, sizeof(where), "(validation shape %s, trial %d)", sh, tr);
+            /* Inputs up to HOST_GEN_MAX elements: the full-tailed Box-Muller
+             * normal of inputs.c, generated on the host and copied in (the
+             * small shapes are where edge values matter); larger ones are
+             * generated in place by the backend (gen.h), like timed inputs. */
             void *host[KF_MAX_TENSORS] = {0};
+            kf_gen_spec gen[KF_MAX_TENSORS];
             for (int i = 0; i < t->n_inputs; i++) {
+                uint64_t seed = kf_inputs_derive_seed(j->cfg->secret, (uint64_t)s, (uint64_t)tr, (uint64_t)i);
+                if (L.in_n[i] > HOST_GEN_MAX) {
+                    kf_inputs_gen_spec(&t->inputs[i], seed, &gen[i]);
+                    if (j->be->gen(j->dev, &R->arena, L.in_off[i], &gen[i], L.in_n[i]) ||
+                        j->be->gen(j->dev, &C->arena, L.in_off[i], &gen[i], L.in_n[i]))
+                        io_fail(j, "generate inputs");
+                    continue;
+                }
                 host[i] = malloc(L.in_bytes[i] ? L.in_bytes[i] : 1);
                 if (!host[i]) io_fail(j, "allocation");
-                kf_inputs_fill(host[i], t->inputs[i].dtype, L.in_n[i], &t->inputs[i],
-                               kf_inputs_derive_seed(j->cfg->secret, (uint64_t)s, (uint64_t)tr, (uint64_t)i));
+                kf_inputs_fill(host[i], t->inputs[i].dtype, L.in_n[i], &t->inputs[i], seed);
                 if (j->be->put(j->dev, &R->arena, L.in_off[i], host[i], L.in_bytes[i]) ||
                     j->be->put(j->dev, &C->arena, L.in_off[i], host[i], L.in_bytes[i]))
                     io_fail(j, "write inputs");
@@ -979,7 +1009,7 @@ static void validate(judge *j)
             void **cand = get_outputs(j, C, &L);
             late_check(j, &L, cand, where);
             idle_check(j, where);
-            check_inputs(j, &L, host, where);
+            check_inputs(j, &L, host, gen, where);
             json_t *rec = json_object();
             json_object_set_new(rec, "shape", shape_json(t, sizes));
             json_object_set_new(rec, "trial", json_integer(tr));
@@ -1028,32 +1058,47 @@ static json_t *stats_json(const kf_cuda_stats *s, double overhead)
 }
 
 /* Fresh values for every element of every input of a timed call, from
- * (secret, shape, rep): generated once per rep into the judge's host
- * buffers (outside the clock), written into each runner's arena, so no two
- * calls share an input element and no part of an earlier answer is reusable
- * (an incremental recompute gains nothing). Identical for the baseline, the
- * candidate and the reference on the same rep. Outputs are poisoned. */
+ * (secret, shape, rep): generated in place in the runner's arena by the
+ * backend (gen.h's counter-based generator; on cuda one kernel of the
+ * judge's, outside the clock), so no two calls share an input element and no
+ * part of an earlier answer is reusable (an incremental recompute gains
+ * nothing). Identical for the baseline, the candidate and the reference on
+ * the same rep. Outputs are poisoned. */
 static void prep_inputs(judge *j, runner *r, const layout *L, int b, int rep)
 {
     const kf_task *t = j->t;
-    if (j->gen_b != b || j->gen_rep != rep || !j->gen_valid) {
-        for (int i = 0; i < t->n_inputs; i++) {
-            if (j->gen_cap[i] < L->in_bytes[i]) {
-                void *nb = realloc(j->gen[i], L->in_bytes[i]);
-                if (!nb) io_fail(j, "allocation");
-                j->gen[i] = nb;
-                j->gen_cap[i] = L->in_bytes[i];
-            }
-            kf_inputs_fill(j->gen[i], t->inputs[i].dtype, L->in_n[i], &t->inputs[i],
-                           kf_inputs_derive_seed(j->cfg->secret, 1000u + (uint64_t)b, (uint64_t)(rep + 16), (uint64_t)i));
-        }
-        j->gen_b = b;
-        j->gen_rep = rep;
-        j->gen_valid = 1;
+    for (int i = 0; i < t->n_inputs; i++) {
+        kf_gen_spec g;
+        kf_inputs_gen_spec(&t->inputs[i], kf_inputs_derive_seed(j->cfg->secret, 1000u + (uint64_t)b,
+                                                                (uint64_t)(rep + 16), (uint64_t)i), &g);
+        if (j->be->gen(j->dev, &r->arena, L->in_off[i], &g, L->in_n[i])) io_fail(j, "generate inputs");
     }
-    for (int i = 0; i < t->n_inputs; i++)
-        if (j->be->put(j->dev, &r->arena, L->in_off[i], j->gen[i], L->in_bytes[i])) io_fail(j, "write inputs");
     poison(j, r, L);
+}
+
+/* On a checked timed call: the candidate's inputs must still be what the
+ * judge generated. Compared with the reference's arena right after the same
+ * rep's inputs were generated there and before the reference ran (on the
+ * device for cuda). */
+static void check_inputs_timed(judge *j, const layout *L, const char *where)
+{
+    runner *C = &j->r[R_CAND], *R = &j->r[R_REF];
+    for (int i = 0; i < j->t->n_inputs; i++) {
+        uint64_t first = 0;
+        int same = j->be->same(j->dev, &C->arena, L->in_off[i], &R->arena, L->in_off[i], L->in_bytes[i], &first);
+        if (same < 0) io_fail(j, "compare inputs");
+        if (same) continue;
+        const kf_tensor_spec *ts = &j->t->inputs[i];
+        size_t es = kf_dtype_size(ts->dtype);
+        uint64_t idx = first / es;
+        unsigned char was[8] = {0}, is[8] = {0};
+        if (j->be->get(j->dev, &R->arena, L->in_off[i] + idx * es, was, es) ||
+            j->be->get(j->dev, &C->arena, L->in_off[i] + idx * es, is, es))
+            io_fail(j, "read inputs");
+        finish(j, KF_INCORRECT, "candidate", "candidate modified input '%s' (element %llu: was %.9g, now %.9g) %s",
+               ts->name, (unsigned long long)idx, kf_inputs_get(was, ts->dtype, 0), kf_inputs_get(is, ts->dtype, 0),
+               where);
+    }
 }
 
 static double noop_rtt(judge *j, runner *r)
@@ -1061,8 +1106,9 @@ static double noop_rtt(judge *j, runner *r)
     kf_rp_cmd c;
     memset(&c, 0, sizeof(c));
     c.op = KF_RP_NOOP;
-    /* the same state as a timed call: the judge's flush just ran */
-    j->be->flush(j->dev);
+    /* the same state as a timed call: the judge's flush just ran (of an
+     * empty working set: the probe moves no data) */
+    j->be->flush(j->dev, &r->arena, 0);
     if (j->be->sync(j->dev)) io_fail(j, "device sync");
     double t0 = kf_util_now_s();
     j->call_t0 = t0;
@@ -1076,6 +1122,32 @@ static double noop_rtt(judge *j, runner *r)
     return (t1 - t0) * 1e6;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Relative standard error of the median of x[0..n): the large-sample
+ * standard error of a median, sqrt(pi/2) * sigma / sqrt(n), with sigma
+ * estimated robustly as 1.4826 * MAD (median absolute deviation), divided by
+ * the median. Inf when n < 2 or the median is not positive. */
+static double rse_median(const double *x, int n)
+{
+    if (n < 2) return INFINITY;
+    double *v = malloc((size_t)n * sizeof(double));
+    if (!v) return INFINITY;
+    memcpy(v, x, (size_t)n * sizeof(double));
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    double med = n & 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    for (int i = 0; i < n; i++) v[i] = fabs(v[i] - med);
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    double mad = n & 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    free(v);
+    if (!(med > 0)) return INFINITY;
+    return 1.2533141373155 * 1.4826 * mad / sqrt((double)n) / med;
+}
+
 static void timing(judge *j)
 {
     const kf_task *t = j->t;
@@ -1085,6 +1157,7 @@ static void timing(judge *j)
     double target_s = cfg->quick ? 0.05 : 0.5;          /* baseline seconds per shape */
     int min_reps = cfg->quick ? 10 : 20, max_reps = cfg->quick ? 60 : 2000;
     double shape_cap_s = cfg->quick ? 1.0 : 5.0;        /* judge wall seconds per shape */
+    double target_rse = cfg->quick ? 0.01 : 0.005;      /* relative standard error of each median */
 
     /* fixed overhead of one doorbell round trip, on the baseline's runner */
     double ov[41];
@@ -1118,10 +1191,10 @@ static void timing(judge *j)
         for (int k = 0; k < NSETS; k++) {
             prep_inputs(j, B, &L, b, -1 - k);
             reset_runner(j, B, where);
-            j->be->flush(j->dev);
+            j->be->flush(j->dev, &B->arena, L.total);
             wb[k] = call(j, B, &L, 0, where, &rep);
             prep_inputs(j, C, &L, b, -1 - k);
-            j->be->flush(j->dev);
+            j->be->flush(j->dev, &C->arena, L.total);
             idle_check(j, where);
             call(j, C, &L, 0, where, &rep);
         }
@@ -1144,7 +1217,7 @@ static void timing(judge *j)
 
         double *sb = calloc((size_t)reps, sizeof(double)), *sc = calloc((size_t)reps, sizeof(double));
         if (!sb || !sc) io_fail(j, "allocation");
-        int n = 0, checked = 0;
+        int n = 0, checked = 0, stop_next = 0;
         double floor_us = 0, gbs_peak = 0, gf_peak = 0, fl = 0, by = 0;
         char e2[128];
         j->be->peaks(j->dev, t->outputs[0].dtype, &gbs_peak, &gf_peak);
@@ -1165,6 +1238,10 @@ static void timing(judge *j)
                 last = 1;
                 truncated = 1;
             }
+            /* stopping rule: at every 10th pair from min_reps on, when the
+             * medians of both sides are known to within target_rse, the
+             * next call is the last (and so checked) */
+            if (!last && stop_next) last = 1;
             int check = last || kf_inputs_rng_uniform(&j->chkrng) < p_check;
             int cand_first = rep_i & 1;
             double tb = 0, tc = 0;
@@ -1172,13 +1249,13 @@ static void timing(judge *j)
                 int is_c = side == 0 ? cand_first : !cand_first;
                 if (is_c) {
                     prep_inputs(j, C, &L, b, rep_i);
-                    j->be->flush(j->dev);
+                    j->be->flush(j->dev, &C->arena, L.total);
                     idle_check(j, where);
                     tc = call(j, C, &L, 0, where, &rep);
                 } else {
                     prep_inputs(j, B, &L, b, rep_i);
                     reset_runner(j, B, where);
-                    j->be->flush(j->dev);
+                    j->be->flush(j->dev, &B->arena, L.total);
                     idle_check(j, where);
                     tb = call(j, B, &L, 0, where, &rep);
                     idle_check(j, where);
@@ -1186,11 +1263,11 @@ static void timing(judge *j)
                 if (is_c && check) {
                     void **cand = get_outputs(j, C, &L);
                     prep_inputs(j, R, &L, b, rep_i);
+                    check_inputs_timed(j, &L, where);
                     call(j, R, &L, 0, where, &rep);
                     void **ref = get_outputs(j, R, &L);
                     late_check(j, &L, cand, where);
                     idle_check(j, where);
-                    check_inputs(j, &L, j->gen, where);
                     json_t *rec = json_object();
                     judge_outputs(j, &L, cand, ref, where, rec);
                     json_decref(rec);
@@ -1203,6 +1280,8 @@ static void timing(judge *j)
             sc[n] = tc;
             n++;
             if (last) break;
+            if (n >= min_reps && n % 10 == 0 && rse_median(sb, n) <= target_rse && rse_median(sc, n) <= target_rse)
+                stop_next = 1;
         }
         double raw_c_min = 1e300;
         for (int i = 0; i < n; i++) raw_c_min = fmin(raw_c_min, sc[i]);
@@ -1220,6 +1299,7 @@ static void timing(judge *j)
         kf_cuda_stats bs, cs;
         kf_cuda_stats_of(sb, n, &bs);
         kf_cuda_stats_of(sc, n, &cs);
+        double rse_b = rse_median(sb, n), rse_c = rse_median(sc, n);
         free(sb);
         free(sc);
         if (floor_us > 0 && raw_c_min < floor_us * 0.5)
@@ -1239,9 +1319,14 @@ static void timing(judge *j)
         json_object_set_new(so, "weight", json_real(t->benchmark[b].weight));
         json_object_set_new(so, "calls", json_integer(n));
         json_object_set_new(so, "checked_calls", json_integer(checked));
+        json_object_set_new(so, "planned_calls", json_integer(reps));
+        json_object_set_new(so, "stopped_by", json_string(stop_next ? "precision" : n < reps ? "budget" : "cap"));
         json_object_set_new(so, "overhead_us", json_real(ov));
-        json_object_set_new(so, "baseline", stats_json(&bs, ov));
-        json_object_set_new(so, "candidate", stats_json(&cs, ov));
+        json_t *bj = stats_json(&bs, ov), *cj = stats_json(&cs, ov);
+        if (isfinite(rse_b)) json_object_set_new(bj, "rse_median", json_real(rse_b));
+        if (isfinite(rse_c)) json_object_set_new(cj, "rse_median", json_real(rse_c));
+        json_object_set_new(so, "baseline", bj);
+        json_object_set_new(so, "candidate", cj);
         json_object_set_new(so, "speedup", json_real(sp));
         json_object_set_new(so, "floor_us", json_real(floor_us));
         if (shape_floor) json_object_set_new(so, "at_floor", json_true());
@@ -1399,6 +1484,7 @@ int kf_judge_child(void *arg, int report_fd)
                C->facts.landlock_fs ? "" : "landlock ", C->facts.no_new_privs ? "" : "no_new_privs");
 
     double tv = kf_util_now_s();
+    json_object_set_new(j->metrics, "setup_s", json_real(tv - j->t_start));
     validate(j);
     json_object_set_new(j->metrics, "validation_s", json_real(kf_util_now_s() - tv));
     if (!cfg->validate_only) {

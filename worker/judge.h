@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <jansson.h>
 #include "kf_task.h"
+#include "gen.h"
 
 typedef struct kf_judge_dev kf_judge_dev; /* a backend's device state */
 
@@ -54,11 +55,22 @@ typedef struct {
     int (*copy)(kf_judge_dev *d, kf_jarena *dst, uint64_t doff, const kf_jarena *src, uint64_t soff, uint64_t n);
     /* Fill n bytes (a multiple of 4) with a 32-bit pattern (the poison). */
     int (*fill32)(kf_judge_dev *d, kf_jarena *a, uint64_t off, uint32_t pattern, uint64_t n);
-    /* Wait until every put/copy/fill32 queued so far is done (before a
+    /* Fill n elements at off with gen.h's counter-based values of g, in
+     * place (cuda: one kernel on the judge's stream; cpu: a loop). The bits
+     * equal kf_inputs_gen_fill's on the host. 0 or -1. */
+    int (*gen)(kf_judge_dev *d, kf_jarena *a, uint64_t off, const kf_gen_spec *g, int64_t n);
+    /* Whether n bytes at aoff of a equal n bytes at boff of b: 1 equal, 0
+     * different (*first = index of the first differing byte), -1 error.
+     * Waits for queued work. cuda compares on the device. */
+    int (*same)(kf_judge_dev *d, const kf_jarena *a, uint64_t aoff, const kf_jarena *b, uint64_t boff, uint64_t n,
+                uint64_t *first);
+    /* Wait until every put/copy/fill32/gen queued so far is done (before a
      * runner is rung). 0 or -1. */
     int (*sync)(kf_judge_dev *d);
-    /* Evict cached data before a timed call (cpu: last-level cache; cuda: L2). */
-    void (*flush)(kf_judge_dev *d);
+    /* Evict cached data before a timed call: cpu evicts the first `bytes`
+     * of arena a (the call's inputs, outputs and workspace) from every cache
+     * level with clflushopt; cuda evicts the whole L2 (a memset of 2x L2). */
+    void (*flush)(kf_judge_dev *d, const kf_jarena *a, uint64_t bytes);
     /* After a runner's reply, before reading the clock: cuda runs a tiny op
      * of the judge's own and waits for it (the GPU time-slices contexts, so
      * it completes only after work another context still has queued). */

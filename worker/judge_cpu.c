@@ -3,9 +3,12 @@
  *
  * Arenas are memfds sealed at their size (no shrink, no grow): the judge
  * maps each one, the runner maps the same descriptor (inherited as fd 5);
- * private arenas (pristine input sets) are never handed out. Copies are memcpy. The flush writes a buffer of 1.5x the
- * last-level cache (8..64 MiB) before every timed call, so neither side finds
- * the other's data in the LLC. The fence is empty: a cpu runner's answer is
+ * private arenas (pristine input sets) are never handed out. Copies are memcpy.
+ * The flush evicts the call's working set (the runner's arena: inputs the
+ * judge just generated, outputs, workspace) with clflushopt before every
+ * timed call, so every call reads its inputs from DRAM; issue 8 measured the
+ * former write of 1.5x the LLC at ~2.9 ms per call against ~0.06 ms for a
+ * 60 µs kernel's working set. Inputs are generated in place (gen.h). The fence is empty: a cpu runner's answer is
  * sent after kf_entry returned, and work it left running is caught by the
  * judge's CPU-time and late-write checks.
  *
@@ -17,6 +20,10 @@
 #define _GNU_SOURCE
 #include "judge.h"
 #include "confine.h"
+#include "inputs.h"
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +34,7 @@
 #include <unistd.h>
 
 struct kf_judge_dev {
+    int clflushopt;
     unsigned char *flush;
     size_t flush_len;
     int salt;
@@ -51,6 +59,10 @@ static int cpu_open(kf_judge_dev **out, int gpu, uint64_t llc, char *err, size_t
         return -1;
     }
     memset(d->flush, 1, d->flush_len);
+#if defined(__x86_64__)
+    unsigned a7, b7, c7, d7;
+    if (__get_cpuid_count(7, 0, &a7, &b7, &c7, &d7)) d->clflushopt = (b7 >> 23) & 1;
+#endif
     d->ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     if (d->ncpu < 1) d->ncpu = 1;
     *out = d;
@@ -148,10 +160,49 @@ static int cpu_fill32(kf_judge_dev *d, kf_jarena *a, uint64_t off, uint32_t pat,
 
 static int cpu_sync(kf_judge_dev *d) { return 0; }
 
-static void cpu_flush(kf_judge_dev *d)
+/* Evict [p, p + n) from every cache level: clflushopt where the CPU has it
+ * (CPUID.(EAX=7,ECX=0):EBX bit 23, Intel SDM vol. 2A), else clflush; both
+ * write dirty lines back. Elsewhere, a write of 1.5x the last-level cache. */
+static void cpu_flush(kf_judge_dev *d, const kf_jarena *a, uint64_t bytes)
 {
+#if defined(__x86_64__)
+    if (!a || !a->host) return;
+    if (bytes > a->bytes) bytes = a->bytes;
+    const char *p = a->host, *e = (const char *)a->host + bytes;
+    if (d->clflushopt) {
+        for (; p < e; p += 64) __asm__ volatile("clflushopt %0" : "+m"(*(volatile char *)p));
+    } else {
+        for (; p < e; p += 64) __asm__ volatile("clflush %0" : "+m"(*(volatile char *)p));
+    }
+    __asm__ volatile("mfence" ::: "memory");
+#else
+    (void)a;
+    (void)bytes;
     memset(d->flush, ++d->salt & 0xff, d->flush_len);
     __asm__ volatile("" : : "r"(d->flush) : "memory");
+#endif
+}
+
+static int cpu_gen(kf_judge_dev *d, kf_jarena *a, uint64_t off, const kf_gen_spec *g, int64_t n)
+{
+    uint64_t bytes = (uint64_t)n * kf_dtype_size(g->dtype);
+    if (n < 0 || !in_range(a, off, bytes)) return -1;
+    kf_inputs_gen_fill((char *)a->host + off, n, g);
+    return 0;
+}
+
+static int cpu_same(kf_judge_dev *d, const kf_jarena *a, uint64_t aoff, const kf_jarena *b, uint64_t boff, uint64_t n,
+                    uint64_t *first)
+{
+    if (!in_range(a, aoff, n) || !in_range(b, boff, n)) return -1;
+    const unsigned char *x = (const unsigned char *)a->host + aoff, *y = (const unsigned char *)b->host + boff;
+    if (!memcmp(x, y, n)) return 1;
+    for (uint64_t k = 0; k < n; k++)
+        if (x[k] != y[k]) {
+            *first = k;
+            break;
+        }
+    return 0;
 }
 
 static void cpu_fence(kf_judge_dev *d) { (void)d; }
@@ -184,6 +235,8 @@ const kf_judge_backend kf_judge_backend_cpu = {
     .get = cpu_get,
     .copy = cpu_copy,
     .fill32 = cpu_fill32,
+    .gen = cpu_gen,
+    .same = cpu_same,
     .sync = cpu_sync,
     .flush = cpu_flush,
     .fence = cpu_fence,

@@ -10,6 +10,9 @@
  * other allocation of the judge (unlike legacy cudaIpc handles). The judge
  * reads and writes every arena through its own mapping.
  *
+ * Inputs of timed calls are generated in the arenas by the judge's own kernel
+ * (kf_cuda_gen.cu, gen.h), and input-unchanged checks compare on the device.
+ *
  * Flush: a memset of 2x L2 (at least 32 MiB) on the judge's stream before
  * every timed call. Fence: after a runner answers, a 4-byte memset on the
  * judge's stream and a synchronize; contexts of different processes
@@ -375,15 +378,35 @@ static int cuda_fill32(kf_judge_dev *d, kf_jarena *a, uint64_t off, uint32_t pat
     return r == CUDA_SUCCESS ? 0 : -1;
 }
 
-static void cuda_flush(kf_judge_dev *d)
+/* kf_cuda_gen.cu */
+int kf_cuda_gen_launch(uint64_t dptr, int64_t n, const kf_gen_spec *g, cudaStream_t s);
+int kf_cuda_gen_same(uint64_t a, uint64_t b, uint64_t n, void *scratch, uint64_t *first, cudaStream_t s);
+
+static int cuda_gen(kf_judge_dev *d, kf_jarena *a, uint64_t off, const kf_gen_spec *g, int64_t n)
 {
+    uint64_t bytes = (uint64_t)n * kf_dtype_size(g->dtype);
+    if (n < 0 || !in_range(a, off, bytes)) return -1;
+    return kf_cuda_gen_launch(a->dptr + off, n, g, d->s) == 0 ? 0 : -1;
+}
+
+static int cuda_same(kf_judge_dev *d, const kf_jarena *a, uint64_t aoff, const kf_jarena *b, uint64_t boff, uint64_t n,
+                     uint64_t *first)
+{
+    if (!in_range(a, aoff, n) || !in_range(b, boff, n)) return -1;
+    return kf_cuda_gen_same(a->dptr + aoff, b->dptr + boff, n, d->fence, first, d->s);
+}
+
+static void cuda_flush(kf_judge_dev *d, const kf_jarena *a, uint64_t bytes)
+{
+    (void)a;
+    (void)bytes;
     cudaMemsetAsync(d->flush, ++d->salt & 0xff, d->flush_bytes, d->s);
     cudaStreamSynchronize(d->s);
 }
 
 static void cuda_fence(kf_judge_dev *d)
 {
-    cudaMemsetAsync(d->fence, d->salt & 0xff, 4, d->s);
+    cudaMemsetAsync((char *)d->fence + 64, d->salt & 0xff, 4, d->s);
     cudaStreamSynchronize(d->s);
 }
 
@@ -426,6 +449,8 @@ static const kf_judge_backend cuda_backend = {
     .get = cuda_get,
     .copy = cuda_copy,
     .fill32 = cuda_fill32,
+    .gen = cuda_gen,
+    .same = cuda_same,
     .sync = cuda_sync,
     .flush = cuda_flush,
     .fence = cuda_fence,
