@@ -1122,6 +1122,27 @@ static double noop_rtt(judge *j, runner *r)
     return (t1 - t0) * 1e6;
 }
 
+/* Check the candidate's last timed call (inputs generated for rep of
+ * benchmark shape b): its inputs unchanged, its outputs equal the
+ * reference's on the same inputs, nothing written after it answered. */
+static void check_call(judge *j, const layout *L, int b, int rep, const char *where)
+{
+    runner *R = &j->r[R_REF];
+    kf_rp_reply rr;
+    void **cand = get_outputs(j, &j->r[R_CAND], L);
+    prep_inputs(j, R, L, b, rep);
+    check_inputs_timed(j, L, where);
+    call(j, R, L, 0, where, &rr);
+    void **ref = get_outputs(j, R, L);
+    late_check(j, L, cand, where);
+    idle_check(j, where);
+    json_t *rec = json_object();
+    judge_outputs(j, L, cand, ref, where, rec);
+    json_decref(rec);
+    free_list(cand);
+    free_list(ref);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -1152,7 +1173,7 @@ static void timing(judge *j)
 {
     const kf_task *t = j->t;
     const kf_judge_cfg *cfg = j->cfg;
-    runner *B = &j->r[R_BASE], *C = &j->r[R_CAND], *R = &j->r[R_REF];
+    runner *B = &j->r[R_BASE], *C = &j->r[R_CAND];
     double p_check = cfg->quick ? 0.25 : 0.1;
     double target_s = cfg->quick ? 0.05 : 0.5;          /* baseline seconds per shape */
     int min_reps = cfg->quick ? 10 : 20, max_reps = cfg->quick ? 60 : 2000;
@@ -1198,11 +1219,18 @@ static void timing(judge *j)
             idle_check(j, where);
             call(j, C, &L, 0, where, &rep);
         }
+        double pair_s = (kf_util_now_s() - warm_t0) / NSETS;
+        /* the last warm-up call is checked like a timed call, which also
+         * measures what a check costs the judge at this shape (outputs read
+         * back and compared: ~1 s at 256 MiB on the host) */
+        double check_t0 = kf_util_now_s();
+        check_call(j, &L, b, -NSETS, where);
+        double check_s = kf_util_now_s() - check_t0;
         /* The number of calls is fixed here, before the timed loop: enough
          * baseline time (target_s), within a wall cap per shape that counts
-         * everything a pair of calls costs the judge (inputs, flush, fence),
-         * measured on the warm-up, and within what is left of the budget. */
-        double pair_s = (kf_util_now_s() - warm_t0) / NSETS;
+         * everything a pair of calls costs the judge (inputs, flush, fence,
+         * and p_check of a check), measured on the warm-up, and within what
+         * is left of the budget. */
         kf_cuda_stats ws;
         kf_cuda_stats_of(wb, NSETS, &ws);
         double per = ws.median > 1 ? ws.median * 1e-6 : 1e-6;
@@ -1210,8 +1238,9 @@ static void timing(judge *j)
         double left_s = j->deadline - kf_util_now_s();
         int shapes_left = t->n_benchmark - b;
         double wall_cap = fmin(shape_cap_s, 0.6 * left_s / shapes_left);
-        if (pair_s > 0 && reps > (int)(wall_cap / (pair_s * (1 + 2 * p_check))))
-            reps = (int)(wall_cap / (pair_s * (1 + 2 * p_check)));
+        double per_pair_s = pair_s * (1 + p_check) + p_check * check_s;
+        if (per_pair_s > 0 && reps > (int)((wall_cap - check_s) / per_pair_s))
+            reps = (int)((wall_cap - check_s) / per_pair_s);
         if (reps < min_reps) reps = min_reps;
         if (reps > max_reps) reps = max_reps;
 
@@ -1261,18 +1290,7 @@ static void timing(judge *j)
                     idle_check(j, where);
                 }
                 if (is_c && check) {
-                    void **cand = get_outputs(j, C, &L);
-                    prep_inputs(j, R, &L, b, rep_i);
-                    check_inputs_timed(j, &L, where);
-                    call(j, R, &L, 0, where, &rep);
-                    void **ref = get_outputs(j, R, &L);
-                    late_check(j, &L, cand, where);
-                    idle_check(j, where);
-                    json_t *rec = json_object();
-                    judge_outputs(j, &L, cand, ref, where, rec);
-                    json_decref(rec);
-                    free_list(cand);
-                    free_list(ref);
+                    check_call(j, &L, b, rep_i, where);
                     checked++;
                 }
             }
