@@ -40,6 +40,11 @@ static void quiet_notice(void *arg, const char *msg) { (void)arg; (void)msg; }
 
 kf_db *kf_db_open(const char *conninfo, char *err, size_t errlen)
 {
+    return kf_db_open_with(conninfo, NULL, err, errlen);
+}
+
+kf_db *kf_db_open_with(const char *conninfo, const char *pg_options, char *err, size_t errlen)
+{
     if (!conninfo || !*conninfo) conninfo = getenv("KFARM_DB");
     if (!conninfo || !*conninfo) {
         snprintf(err, errlen, "no database: pass --db CONNINFO or set KFARM_DB");
@@ -51,7 +56,15 @@ kf_db *kf_db_open(const char *conninfo, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    db->conn = PQconnectdb(conninfo);
+    if (pg_options && *pg_options) {
+        /* the conninfo string expanded as dbname, then the session options
+         * (kept by PQreset: a reconnect has them too) */
+        const char *const kw[] = { "dbname", "options", NULL };
+        const char *const val[] = { conninfo, pg_options, NULL };
+        db->conn = PQconnectdbParams(kw, val, 1);
+    } else {
+        db->conn = PQconnectdb(conninfo);
+    }
     if (!db->conn || PQstatus(db->conn) != CONNECTION_OK) {
         const char *m = db->conn ? PQerrorMessage(db->conn) : "out of memory";
         snprintf(err, errlen, "cannot connect to the database: %.*s", (int)strcspn(m, "\n"), m);

@@ -28,6 +28,10 @@ typedef struct kf_db kf_db;
 /* Connect. conninfo NULL/empty: $KFARM_DB. Returns the handle, or NULL with a
  * one-line reason in err (no conninfo, connection refused, ...). */
 kf_db *kf_db_open(const char *conninfo, char *err, size_t errlen);
+/* The same with PostgreSQL session options (the libpq "options" keyword,
+ * e.g. "-c lock_timeout=2000 -c statement_timeout=15000"), which a
+ * reconnect keeps. pg_options NULL: kf_db_open. */
+kf_db *kf_db_open_with(const char *conninfo, const char *pg_options, char *err, size_t errlen);
 
 /* Close and free (NULL is fine). */
 void kf_db_close(kf_db *db);

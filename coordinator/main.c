@@ -61,6 +61,8 @@ static void usage(FILE *f)
         "  --export-dir DIR       re-export the static dashboard into DIR periodically\n"
         "  --export-interval S    seconds between exports (default 10)\n"
         "  --no-migrate           do not apply schema migrations at start\n"
+        "  --threads N            serving threads, each with its own database connection\n"
+        "                         (default 4; 1: the main thread serves between its chores)\n"
         "  -h, --help             this help\n"
         "\n"
         "Workers authenticate with their own credentials (kfarm worker add NAME).\n"
@@ -87,12 +89,14 @@ int main(int argc, char **argv)
         { "export-dir", required_argument, NULL, 'e' },
         { "export-interval", required_argument, NULL, 'i' },
         { "no-migrate", no_argument, NULL, 'M' },
+        { "threads", required_argument, NULL, 't' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     kf_server_config cfg;
     memset(&cfg, 0, sizeof(cfg));
     kf_queue_config_default(&cfg.queue);
+    cfg.threads = 4;
     const char *conninfo = NULL, *export_dir = NULL;
     long export_interval = 10, v;
     int migrate = 1, c;
@@ -130,6 +134,13 @@ int main(int argc, char **argv)
             export_interval = v;
             break;
         case 'M': migrate = 0; break;
+        case 't':
+            if (parse_int(optarg, 1, 64, &v) < 0) {
+                fprintf(stderr, "kfarm-coordinator: --threads: expected 1..64\n");
+                return 2;
+            }
+            cfg.threads = (int)v;
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -139,6 +150,12 @@ int main(int argc, char **argv)
         return 2;
     }
     if (cfg.n_listen == 0) cfg.listen[cfg.n_listen++] = "tcp://0.0.0.0:7471";
+    cfg.conninfo = conninfo;
+    /* A lock held elsewhere (an operator's open transaction on jobs) must
+     * not stall dispatch: a serving statement waits at most 2 s for a lock
+     * and runs at most 15 s, then fails, is logged and answered ERROR (the
+     * worker retries). */
+    cfg.pg_options = "-c lock_timeout=2000 -c statement_timeout=15000";
 
     char err[1024];
     /* Idle connections cost a file descriptor each: take the hard limit

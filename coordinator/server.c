@@ -12,6 +12,9 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,13 +31,34 @@
 #define KF_SERVER_UNAUTH_PER_S 200
 #define KF_SERVER_LOG_PER_S 5
 
-struct kf_server {
-    int sock;
-    const kf_server_config *cfg;
-    kf_db *db;
+#define KF_SERVER_MAX_THREADS 64
+
+/* State every serving thread shares, under mu. */
+typedef struct {
+    pthread_mutex_t mu;
     kf_replay *replay;
     double rate_window;      /* start of the current one-second window */
     int unauth_in_window, logs_in_window, suppressed;
+    uint8_t inflight[KF_SERVER_MAX_THREADS][KF_WIRE_MAC_LEN]; /* header MACs being handled */
+    int inflight_used[KF_SERVER_MAX_THREADS];
+} srv_shared;
+
+/* One serving context: the top-level server (single-threaded mode, and the
+ * owner of everything) or one pool thread with its own connection. */
+struct kf_server {
+    int sock;
+    int raw;                 /* AF_SP_RAW socket: replies carry the request's routing header */
+    const kf_server_config *cfg;
+    kf_db *db;
+    srv_shared *sh;
+    void *control;           /* raw: the routing header of the request being answered (NN_MSG chunk) */
+    int slot;                /* this context's in-flight slot */
+    /* top level only */
+    struct kf_server *pool;
+    pthread_t *tids;
+    int nthreads;
+    atomic_int stop;
+    atomic_long handled;
 };
 
 /* The authenticated sender of the request being handled. */
@@ -43,26 +67,36 @@ typedef struct {
     char instance[2 * KF_WIRE_INSTANCE_LEN + 1];
 } peer;
 
+static void *serve_thread(void *arg);
+
 kf_server *kf_server_new(const kf_server_config *cfg, kf_db *db, char *err, size_t errlen)
 {
     if (cfg->n_listen <= 0) {
         snprintf(err, errlen, "no listen address");
         return NULL;
     }
+    int nthreads = cfg->threads > 1 ? cfg->threads : 0;
+    if (nthreads > KF_SERVER_MAX_THREADS) nthreads = KF_SERVER_MAX_THREADS;
     kf_server *s = calloc(1, sizeof(*s));
-    if (!s) {
+    srv_shared *sh = calloc(1, sizeof(*sh));
+    if (!s || !sh) {
+        free(s);
+        free(sh);
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    pthread_mutex_init(&sh->mu, NULL);
+    s->sh = sh;
     s->cfg = cfg;
     s->db = db;
-    s->sock = nn_socket(AF_SP, NN_REP);
+    s->raw = nthreads > 0;
+    s->sock = nn_socket(s->raw ? AF_SP_RAW : AF_SP, NN_REP);
     if (s->sock < 0) {
         snprintf(err, errlen, "nn_socket: %s", nn_strerror(nn_errno()));
-        free(s);
-        return NULL;
+        goto fail_sock;
     }
-    if (kf_wire_socket_setup(s->sock, KF_WIRE_MAX_REQ, 5000, -1, err, errlen) < 0) goto fail;
+    /* pool threads wake every 200 ms to see a stop request */
+    if (kf_wire_socket_setup(s->sock, KF_WIRE_MAX_REQ, 5000, s->raw ? 200 : -1, err, errlen) < 0) goto fail;
     for (int i = 0; i < cfg->n_listen; i++) {
         if (nn_bind(s->sock, cfg->listen[i]) < 0) {
             snprintf(err, errlen, "cannot listen on %s: %s", cfg->listen[i],
@@ -70,14 +104,52 @@ kf_server *kf_server_new(const kf_server_config *cfg, kf_db *db, char *err, size
             goto fail;
         }
     }
-    s->replay = kf_replay_new(cfg->replay_capacity ? cfg->replay_capacity : 16384);
-    if (!s->replay) {
+    sh->replay = kf_replay_new(cfg->replay_capacity ? cfg->replay_capacity : 16384);
+    if (!sh->replay) {
         snprintf(err, errlen, "out of memory");
         goto fail;
+    }
+    if (nthreads) {
+        s->pool = calloc((size_t)nthreads, sizeof(*s->pool));
+        s->tids = calloc((size_t)nthreads, sizeof(*s->tids));
+        if (!s->pool || !s->tids) {
+            snprintf(err, errlen, "out of memory");
+            goto fail;
+        }
+        for (int i = 0; i < nthreads; i++) {
+            kf_server *c = &s->pool[i];
+            c->sock = s->sock;
+            c->raw = 1;
+            c->cfg = cfg;
+            c->sh = sh;
+            c->slot = i;
+            c->pool = s; /* back pointer: the owner (stop flag, counter) */
+            c->db = kf_db_open_with(cfg->conninfo, cfg->pg_options, err, errlen);
+            if (!c->db) {
+                for (int k = 0; k < i; k++) kf_db_close(s->pool[k].db);
+                goto fail;
+            }
+        }
+        for (int i = 0; i < nthreads; i++) {
+            if (pthread_create(&s->tids[i], NULL, serve_thread, &s->pool[i]) != 0) {
+                snprintf(err, errlen, "cannot start serving thread %d", i);
+                atomic_store(&s->stop, 1);
+                for (int k = 0; k < i; k++) pthread_join(s->tids[k], NULL);
+                for (int k = 0; k < nthreads; k++) kf_db_close(s->pool[k].db);
+                goto fail;
+            }
+            s->nthreads = i + 1;
+        }
     }
     return s;
 fail:
     nn_close(s->sock);
+fail_sock:
+    if (sh->replay) kf_replay_free(sh->replay);
+    pthread_mutex_destroy(&sh->mu);
+    free(s->pool);
+    free(s->tids);
+    free(sh);
     free(s);
     return NULL;
 }
@@ -85,9 +157,42 @@ fail:
 void kf_server_free(kf_server *s)
 {
     if (!s) return;
+    atomic_store(&s->stop, 1);
+    for (int i = 0; i < s->nthreads; i++) pthread_join(s->tids[i], NULL);
+    for (int i = 0; i < s->nthreads; i++) kf_db_close(s->pool[i].db);
     nn_close(s->sock);
-    kf_replay_free(s->replay);
+    kf_replay_free(s->sh->replay);
+    pthread_mutex_destroy(&s->sh->mu);
+    free(s->sh);
+    free(s->pool);
+    free(s->tids);
     free(s);
+}
+
+/* Send len bytes as the answer to the request being handled: on a raw
+ * socket with its routing header (the header chunk then belongs to
+ * nanomsg). Returns nn_send's result. */
+static int answer(kf_server *s, const void *data, size_t len, int flags)
+{
+    if (!s->raw) return nn_send(s->sock, data, len, flags);
+    if (!s->control) return -1;
+    void *chunk = nn_allocmsg(len ? len : 1, 0);
+    if (!chunk) return -1;
+    memcpy(chunk, data, len);
+    struct nn_iovec iov = { .iov_base = &chunk, .iov_len = NN_MSG };
+    struct nn_msghdr hdr;
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.msg_iov = &iov;
+    hdr.msg_iovlen = 1;
+    hdr.msg_control = &s->control;
+    hdr.msg_controllen = NN_MSG;
+    int rc = nn_sendmsg(s->sock, &hdr, flags);
+    if (rc < 0) {
+        nn_freemsg(chunk);
+        return rc;
+    }
+    s->control = NULL;
+    return rc;
 }
 
 /* A string from the wire is usable as an id / class: 1..maxlen bytes, UTF-8. */
@@ -477,37 +582,40 @@ static void on_result(kf_server *s, const Kfarm__Result *m, Kfarm__Reply *rep, c
 
 /* ---- the request cycle ---- */
 
-/* Roll the one-second rate window; say how much was suppressed in it. */
-static void rate_tick(kf_server *s)
+/* Roll the one-second rate window; say how much was suppressed in it.
+ * Called with sh->mu held. */
+static void rate_tick(srv_shared *sh)
 {
     double now = kf_util_now_s();
-    if (now - s->rate_window < 1.0) return;
-    if (s->suppressed)
+    if (now - sh->rate_window < 1.0) return;
+    if (sh->suppressed)
         kf_log("%d more refused frames in the last second (not logged, unanswered beyond %d/s)",
-               s->suppressed, KF_SERVER_UNAUTH_PER_S);
-    s->rate_window = now;
-    s->unauth_in_window = s->logs_in_window = s->suppressed = 0;
+               sh->suppressed, KF_SERVER_UNAUTH_PER_S);
+    sh->rate_window = now;
+    sh->unauth_in_window = sh->logs_in_window = sh->suppressed = 0;
 }
 
 /* A frame refused before (or without) authentication: one log line and a
- * notice while under the per-second limits, else dropped and counted. */
+ * notice while under the per-second limits (shared by every serving
+ * thread), else dropped and counted. */
 static void refuse(kf_server *s, const char *why, size_t len, const char *who)
 {
-    rate_tick(s);
-    if (s->logs_in_window < KF_SERVER_LOG_PER_S) {
-        s->logs_in_window++;
+    srv_shared *sh = s->sh;
+    pthread_mutex_lock(&sh->mu);
+    rate_tick(sh);
+    int log_it = sh->logs_in_window < KF_SERVER_LOG_PER_S, answer_it = sh->unauth_in_window < KF_SERVER_UNAUTH_PER_S;
+    if (log_it) sh->logs_in_window++;
+    else sh->suppressed++;
+    if (answer_it) sh->unauth_in_window++;
+    pthread_mutex_unlock(&sh->mu);
+    if (log_it)
         kf_log("refused frame (%zu bytes%s%.64s): %s", len, who ? ", claims worker " : "",
                who ? who : "", why);
-    } else {
-        s->suppressed++;
-    }
-    if (s->unauth_in_window >= KF_SERVER_UNAUTH_PER_S) return; /* REP: next recv drops it */
-    s->unauth_in_window++;
+    if (!answer_it) return; /* REP: the next recv drops it; raw: its header is freed */
     uint8_t *out;
     size_t olen;
     if (kf_frame_notice(why, &out, &olen) == 0) {
-        if (nn_send(s->sock, out, olen, NN_DONTWAIT) < 0 && s->logs_in_window < KF_SERVER_LOG_PER_S)
-            kf_log("send failed: %s", nn_strerror(nn_errno()));
+        if (answer(s, out, olen, NN_DONTWAIT) < 0 && log_it) kf_log("send failed: %s", nn_strerror(nn_errno()));
         free(out);
     }
 }
@@ -541,8 +649,10 @@ static void send_reply(kf_server *s, const kf_wire_key *k, const kf_frame *f, Kf
         free(body);
         if (rc < 0) return;
     }
-    kf_replay_put(s->replay, f->hdr_mac, sealed, slen);
-    if (nn_send(s->sock, sealed, slen, 0) < 0)
+    pthread_mutex_lock(&s->sh->mu);
+    kf_replay_put(s->sh->replay, f->hdr_mac, sealed, slen);
+    pthread_mutex_unlock(&s->sh->mu);
+    if (answer(s, sealed, slen, 0) < 0)
         kf_log("send failed: %s", nn_strerror(nn_errno()));
     free(sealed);
 }
@@ -622,10 +732,28 @@ static void handle(kf_server *s, const uint8_t *msg, size_t len)
     /* 3. a nanomsg resend of bytes already answered: the same reply */
     const uint8_t *cached;
     size_t clen;
-    if (kf_replay_get(s->replay, f.hdr_mac, &cached, &clen) && cached) {
-        if (nn_send(s->sock, cached, clen, 0) < 0) kf_log("send failed: %s", nn_strerror(nn_errno()));
+    uint8_t *copy = NULL;
+    int busy = 0;
+    pthread_mutex_lock(&s->sh->mu);
+    if (kf_replay_get(s->sh->replay, f.hdr_mac, &cached, &clen) && cached && (copy = malloc(clen ? clen : 1)))
+        memcpy(copy, cached, clen);
+    if (!copy && s->raw) {
+        /* a resend of a request another thread is still handling: its
+         * answer (same routing header) will serve the requester */
+        for (int i = 0; i < KF_SERVER_MAX_THREADS && !busy; i++)
+            busy = s->sh->inflight_used[i] && !memcmp(s->sh->inflight[i], f.hdr_mac, KF_WIRE_MAC_LEN);
+        if (!busy) {
+            memcpy(s->sh->inflight[s->slot], f.hdr_mac, KF_WIRE_MAC_LEN);
+            s->sh->inflight_used[s->slot] = 1;
+        }
+    }
+    pthread_mutex_unlock(&s->sh->mu);
+    if (copy) {
+        if (answer(s, copy, clen, 0) < 0) kf_log("send failed: %s", nn_strerror(nn_errno()));
+        free(copy);
         return;
     }
+    if (busy) return;
     /* 4. the body MAC, then the persistent counter (replays refused after
      *    restarts and any number of newer messages) */
     if (kf_frame_check_body(&f, key.up) < 0) {
@@ -725,8 +853,51 @@ static void handle(kf_server *s, const uint8_t *msg, size_t len)
     if (req) kfarm__request__free_unpacked(req, NULL);
 }
 
+/* A pool thread: receive on the raw socket (with the routing header),
+ * handle with this thread's own database connection, answer. */
+static void *serve_thread(void *arg)
+{
+    kf_server *c = arg, *owner = c->pool;
+    while (!atomic_load(&owner->stop)) {
+        void *body = NULL, *control = NULL;
+        struct nn_iovec iov = { .iov_base = &body, .iov_len = NN_MSG };
+        struct nn_msghdr hdr;
+        memset(&hdr, 0, sizeof(hdr));
+        hdr.msg_iov = &iov;
+        hdr.msg_iovlen = 1;
+        hdr.msg_control = &control;
+        hdr.msg_controllen = NN_MSG;
+        int n = nn_recvmsg(c->sock, &hdr, 0);
+        if (n < 0) {
+            int e = nn_errno();
+            if (e == EAGAIN || e == EINTR || e == ETIMEDOUT) continue;
+            if (e == EBADF || e == ETERM) break;
+            kf_log("serving thread %d: nn_recvmsg: %s", c->slot, nn_strerror(e));
+            struct timespec ts = { 0, 100000000L };
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        c->control = control;
+        handle(c, body, (size_t)n);
+        pthread_mutex_lock(&c->sh->mu);
+        c->sh->inflight_used[c->slot] = 0;
+        pthread_mutex_unlock(&c->sh->mu);
+        if (c->control) nn_freemsg(c->control); /* not answered (rate-limited refusal) */
+        c->control = NULL;
+        nn_freemsg(body);
+        atomic_fetch_add(&owner->handled, 1);
+    }
+    return NULL;
+}
+
 int kf_server_poll(kf_server *s, int timeout_ms, char *err, size_t errlen)
 {
+    if (s->raw) {
+        /* the pool serves; the caller's loop only waits (a signal ends the wait) */
+        struct timespec ts = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L };
+        nanosleep(&ts, NULL);
+        return (int)atomic_exchange(&s->handled, 0);
+    }
     double deadline = kf_util_now_s() + timeout_ms / 1000.0;
     int handled = 0;
     for (;;) {

@@ -2,10 +2,19 @@
  * server.h -- the coordinator's nanomsg endpoint (prefix kf_server_).
  *
  * Design. One NN_REP socket bound to every --listen address (tcp://, ipc://).
- * The daemon's main loop calls kf_server_poll with a short timeout, so the
- * same single thread also runs the reaper, campaign progression and the
- * periodic export between requests; every request is one short database
- * transaction, so a single thread serves a large fleet.
+ * With cfg.threads > 1 (the daemon's default) it is a raw (AF_SP_RAW) REP
+ * socket served by a pool of threads, each with its own database
+ * connection: a request is received with its routing header and answered
+ * with it, so requests of different workers run concurrently and the
+ * database sees several transactions at once (it commits them together).
+ * What the threads share -- the replay cache, the per-second limits of
+ * refusals, the header MACs being handled -- is under one mutex; a resend of
+ * a request another thread is still handling is dropped (that thread's
+ * answer carries the same routing header). One worker's requests never run
+ * concurrently: its REQ socket has one request outstanding. The daemon's
+ * main thread runs the reaper, campaign progression and the pulse with its
+ * own connection. With threads <= 1 the caller's thread serves in
+ * kf_server_poll (a plain REP socket).
  *
  * Each request is authenticated before it is parsed (proto/kf_wire.h): frame
  * structure and size; the claimed worker's key from worker_credentials; the
@@ -40,6 +49,12 @@ typedef struct {
     int n_listen;
     kf_queue_config queue;                    /* lease length, quarantine */
     size_t replay_capacity;                   /* nonces remembered; 0: 16384 */
+    int threads;                              /* serving threads, each with its own database
+                                                 connection (raw REP socket); 0 or 1: the
+                                                 caller's thread serves in kf_server_poll */
+    const char *conninfo;                     /* for the pool's connections (NULL: $KFARM_DB) */
+    const char *pg_options;                   /* PostgreSQL session options of the pool's
+                                                 connections ("-c lock_timeout=2000 ..."), or NULL */
 } kf_server_config;
 
 typedef struct kf_server kf_server;

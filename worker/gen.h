@@ -24,13 +24,16 @@
  * multiply and one add, each rounded on its own: the GPU code uses
  * __dmul_rn/__dadd_rn so nvcc cannot contract them into an FMA, and the host
  * file that instantiates the loop is compiled with -ffp-contract=off), so the
- * host and the device agree bit for bit (tested in tests/unit/test_gen.c on
- * the host; on the GPU by the judge's own comparison of a host-generated
- * copy on every checked timed call).
+ * host and the device agree bit for bit by construction (the host side is
+ * tested in tests/unit/test_gen.c). No verdict relies on that agreement: the
+ * judge checks a candidate's inputs against a copy generated on the same
+ * device (judge.c, check_inputs).
  *
- * Validation inputs keep the Box-Muller normal of inputs.c (its tails reach
- * further than 3.46 sigma); timed calls only need values of the task's
- * distribution that no earlier call has seen.
+ * Validation inputs up to 2^20 elements keep the Box-Muller normal of
+ * inputs.c (its tails reach further than 3.46 sigma, and the small shapes are
+ * where edge values matter); larger validation inputs and every timed input
+ * come from here: they need values of the task's distribution that no earlier
+ * call has seen, at memory speed.
  */
 #ifndef KF_GEN_H
 #define KF_GEN_H
