@@ -17,6 +17,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,13 +29,77 @@
 #define KF_DB_BACKOFF_MIN 0.5
 #define KF_DB_BACKOFF_MAX 10.0
 
+#define KF_DB_STMTS 128 /* prepared statements remembered per connection */
+
+typedef struct {
+    uint64_t hash;         /* FNV-1a of the text; 0 = empty slot */
+    char *sql;
+    int unpreparable;      /* PQprepare refused it: run it unprepared */
+} kf_db_stmt;
+
 struct kf_db {
     PGconn *conn;
     char *conninfo;
     double next_retry_s;   /* monotonic time before which no reset is tried */
     double backoff_s;
     char sqlstate[6];
+    int prepare;           /* kf_db_set_prepare: statements are prepared once per session */
+    kf_db_stmt stmts[KF_DB_STMTS];
 };
+
+static void forget_statements(kf_db *db)
+{
+    for (int i = 0; i < KF_DB_STMTS; i++) {
+        free(db->stmts[i].sql);
+        db->stmts[i].sql = NULL;
+        db->stmts[i].hash = 0;
+        db->stmts[i].unpreparable = 0;
+    }
+}
+
+void kf_db_set_prepare(kf_db *db, int on) { db->prepare = on; }
+
+/* The prepared statement for sql on this session, preparing it on first use:
+ * its name in name[16], 1; 0 when it is not to be prepared (table full,
+ * refused by the server); -1 when preparing failed inside a transaction
+ * (*r: the error result, the transaction is aborted as the statement
+ * itself would have left it). */
+static int prepared(kf_db *db, const char *sql, int nparams, char name[16], PGresult **r)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (const char *c = sql; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+    if (!h) h = 1;
+    for (int k = 0; k < KF_DB_STMTS; k++) {
+        int i = (int)((h + (uint64_t)k) % KF_DB_STMTS);
+        kf_db_stmt *st = &db->stmts[i];
+        if (st->hash == h && !strcmp(st->sql, sql)) {
+            snprintf(name, 16, "kfs%d", i);
+            return st->unpreparable ? 0 : 1;
+        }
+        if (st->hash) continue;
+        st->sql = strdup(sql);
+        if (!st->sql) return 0;
+        st->hash = h;
+        snprintf(name, 16, "kfs%d", i);
+        PGresult *p = PQprepare(db->conn, name, sql, nparams, NULL);
+        if (p && PQresultStatus(p) == PGRES_COMMAND_OK) {
+            PQclear(p);
+            return 1;
+        }
+        if (PQtransactionStatus(db->conn) == PQTRANS_INERROR) {
+            /* forget it: a later attempt outside this transaction may work */
+            free(st->sql);
+            st->sql = NULL;
+            st->hash = 0;
+            *r = p;
+            return -1;
+        }
+        if (p) PQclear(p);
+        st->unpreparable = 1;
+        return 0;
+    }
+    return 0;
+}
 
 static void quiet_notice(void *arg, const char *msg) { (void)arg; (void)msg; }
 
@@ -80,6 +145,7 @@ void kf_db_close(kf_db *db)
 {
     if (!db) return;
     if (db->conn) PQfinish(db->conn);
+    forget_statements(db);
     free(db->conninfo);
     free(db);
 }
@@ -90,6 +156,7 @@ const char *kf_db_last_sqlstate(const kf_db *db) { return db->sqlstate; }
 
 static int try_reset(kf_db *db)
 {
+    forget_statements(db); /* a new session has none of them */
     PQreset(db->conn);
     if (PQstatus(db->conn) == CONNECTION_OK) {
         PQsetNoticeProcessor(db->conn, quiet_notice, NULL);
@@ -132,13 +199,25 @@ PGresult *kf_db_exec(kf_db *db, const char *sql, int nparams, const char *const 
         if (PQstatus(db->conn) != CONNECTION_OK && kf_db_ensure(db, err, errlen) < 0)
             return NULL;
         int idle = PQtransactionStatus(db->conn) == PQTRANS_IDLE;
-        PGresult *r = PQexecParams(db->conn, sql, nparams, NULL, params, NULL, NULL, 0);
+        PGresult *r = NULL;
+        char name[16];
+        int prep = db->prepare && nparams > 0 ? prepared(db, sql, nparams, name, &r) : 0;
+        if (prep > 0) r = PQexecPrepared(db->conn, name, nparams, params, NULL, NULL, 0);
+        else if (prep == 0) r = PQexecParams(db->conn, sql, nparams, NULL, params, NULL, NULL, 0);
         ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
         if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) return r;
         const char *ss = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
         if (ss) snprintf(db->sqlstate, sizeof(db->sqlstate), "%s", ss);
         one_line(err, errlen, "", r ? PQresultErrorMessage(r) : PQerrorMessage(db->conn));
         if (r) PQclear(r);
+        /* A prepared plan whose result type changed under it (a migration
+         * while this session was open): forget every statement, retry once. */
+        if (attempt == 0 && prep > 0 && idle && ss && !strcmp(ss, "0A000")) {
+            PGresult *d = PQexec(db->conn, "DEALLOCATE ALL");
+            if (d) PQclear(d);
+            forget_statements(db);
+            continue;
+        }
         /* Lost connection outside a transaction: reset now and retry once. */
         if (attempt == 0 && idle && PQstatus(db->conn) != CONNECTION_OK) {
             if (try_reset(db) == 0) continue;

@@ -32,6 +32,11 @@ kf_db *kf_db_open(const char *conninfo, char *err, size_t errlen);
  * e.g. "-c lock_timeout=2000 -c statement_timeout=15000"), which a
  * reconnect keeps. pg_options NULL: kf_db_open. */
 kf_db *kf_db_open_with(const char *conninfo, const char *pg_options, char *err, size_t errlen);
+/* Prepare every parameterized statement once per session from now on
+ * (server-side plan cache: the serving loop runs the same few statements
+ * millions of times; a one-shot CLI should not, it would pay a round trip
+ * more per statement). Forgotten on reconnect. */
+void kf_db_set_prepare(kf_db *db, int on);
 
 /* Close and free (NULL is fine). */
 void kf_db_close(kf_db *db);

@@ -129,6 +129,7 @@ kf_server *kf_server_new(const kf_server_config *cfg, kf_db *db, char *err, size
                 for (int k = 0; k < i; k++) kf_db_close(s->pool[k].db);
                 goto fail;
             }
+            kf_db_set_prepare(c->db, 1);
         }
         for (int i = 0; i < nthreads; i++) {
             if (pthread_create(&s->tids[i], NULL, serve_thread, &s->pool[i]) != 0) {
