@@ -87,7 +87,7 @@ kf_queue_status kf_queue_lease(kf_db *db, const kf_queue_config *cfg, const char
      * take, so a huge queue is never sorted. */
     PGresult *r = kf_db_exec(db,
         "UPDATE jobs SET state = 'leased', fencing_token = nextval('fencing_seq'),"
-        "  lease_token = decode($4, 'hex'),"
+        "  lease_token = decode($4, 'hex'), acked = false,"
         "  attempts = attempts + 1, worker_id = $1, leased_at = now(),"
         "  lease_deadline = now() + $3::bigint * interval '1 millisecond' "
         "WHERE id = (SELECT x.id FROM"
@@ -179,8 +179,8 @@ kf_queue_status kf_queue_heartbeat(kf_db *db, const kf_queue_config *cfg, const 
         return current ? KF_Q_REJECTED : KF_Q_STALE;
     }
     const char *pu[2] = { job, lease };
-    if (kf_db_cmd(db, "UPDATE jobs SET lease_deadline = now() + $2::bigint * interval '1 millisecond' "
-                      "WHERE id = $1::bigint", 2, pu, err, errlen) < 0 ||
+    if (kf_db_cmd(db, "UPDATE jobs SET lease_deadline = now() + $2::bigint * interval '1 millisecond',"
+                      " acked = true WHERE id = $1::bigint", 2, pu, err, errlen) < 0 ||
         kf_db_commit(db, err, errlen) < 0) {
         kf_db_rollback(db);
         return KF_Q_ERROR;
@@ -457,23 +457,38 @@ int kf_queue_reap(kf_db *db, int *requeued, int *exhausted, char *err, size_t er
     if (exhausted) *exhausted = 0;
     /* One statement: lock the expired leases (skipping rows a result is
      * being stored for right now), requeue or finish them, and record the
-     * lost attempt as an evaluation owning the expired token. */
+     * lost attempt as an evaluation owning the expired token. A lease its
+     * worker never acknowledged (no heartbeat: the job's reply was most
+     * likely lost) does not consume an attempt; five such expiries end the
+     * job as infra_error, never as the candidate's runtime_error. */
     PGresult *r = kf_db_exec(db,
         "WITH exp AS ("
         "  SELECT id FROM jobs WHERE state = 'leased' AND lease_deadline < now()"
         "  FOR UPDATE SKIP LOCKED),"
         " upd AS ("
-        "  UPDATE jobs j SET lost = j.lost + 1, lease_deadline = NULL,"
-        "    state = CASE WHEN j.attempts >= j.max_attempts THEN 'done' ELSE 'queued' END,"
-        "    finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() END"
+        "  UPDATE jobs j SET lease_deadline = NULL,"
+        "    lost = j.lost + CASE WHEN j.acked THEN 1 ELSE 0 END,"
+        "    unacked_lost = j.unacked_lost + CASE WHEN j.acked THEN 0 ELSE 1 END,"
+        "    attempts = j.attempts - CASE WHEN j.acked THEN 0 ELSE 1 END,"
+        "    state = CASE WHEN (j.acked AND j.attempts >= j.max_attempts) OR"
+        "                      (NOT j.acked AND j.unacked_lost + 1 >= 5) THEN 'done' ELSE 'queued' END,"
+        "    finished_at = CASE WHEN (j.acked AND j.attempts >= j.max_attempts) OR"
+        "                            (NOT j.acked AND j.unacked_lost + 1 >= 5) THEN now() END"
         "  FROM exp WHERE j.id = exp.id"
         "  RETURNING j.id, j.candidate_id, j.attempts, j.lost, j.worker_id, j.fencing_token,"
-        "    j.state)"
+        "    j.state, j.acked, j.unacked_lost)"
         " INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, fencing_token,"
         "   reported, verdict, detail, is_final)"
-        " SELECT id, candidate_id, attempts, worker_id, fencing_token, false,"
-        "   CASE WHEN state = 'done' THEN 'runtime_error' ELSE 'infra_error' END,"
-        "   CASE WHEN state <> 'done' THEN"
+        " SELECT id, candidate_id, attempts + CASE WHEN acked THEN 0 ELSE 1 END, worker_id, fencing_token, false,"
+        "   CASE WHEN state = 'done' AND acked THEN 'runtime_error' ELSE 'infra_error' END,"
+        "   CASE WHEN NOT acked AND state = 'done' THEN"
+        "          format('the job''s lease expired unacknowledged %s times (its reply never reached a"
+        " worker, or the worker died before starting): the farm''s fault, not the candidate''s',"
+        " unacked_lost)"
+        "        WHEN NOT acked THEN"
+        "          format('lease expired before worker %s acknowledged it (reply lost?); not counted"
+        " as an attempt', worker_id)"
+        "        WHEN state <> 'done' THEN"
         "          format('lease expired (worker %s stopped answering)', worker_id)"
         "        WHEN lost = attempts THEN"
         "          format('lost %s workers while evaluating (lease expired each time)', lost)"

@@ -219,6 +219,8 @@ int main(void)
     CHECK(q1(db, "SELECT jobs_done FROM workers WHERE id = 'wA'") == 1, "jobs_done counted");
 
     /* ---- expiry: requeue, stale result after re-lease ---- */
+    CHECK(kf_queue_heartbeat(db2, &qc, "wB", lb.job_id, lb.fencing_token, lb.lease_token, 16, err, sizeof(err)) ==
+          KF_Q_OK, "wB acknowledges its lease: %s", err);
     expire_all(db); /* lb expires */
     int rq = 0, ex = 0;
     CHECK(kf_queue_reap(db, &rq, &ex, err, sizeof(err)) == 0, "%s", err);
@@ -248,6 +250,8 @@ int main(void)
         if (i == 0) xjob = lx.job_id;
         CHECK(lx.job_id == xjob, "same job re-leased (%lld vs %lld)", (long long)lx.job_id,
               (long long)xjob);
+        CHECK(kf_queue_heartbeat(db, &qc, "wDie", lx.job_id, lx.fencing_token, lx.lease_token, 16, err,
+                                 sizeof(err)) == KF_Q_OK, "acknowledged: %s", err);
         expire_all(db);
         CHECK(kf_queue_reap(db, &rq, &ex, err, sizeof(err)) == 0, "%s", err);
     }
@@ -260,6 +264,30 @@ int main(void)
     CHECK(q1(db, sql) == 3, "every attempt kept (%lld)", q1(db, sql));
     CHECK(kf_queue_lease(db, &qc, "wDie", cls, 1, &lx, err, sizeof(err)) == KF_Q_OK &&
           lx.job_id != xjob, "exhausted job not leased again");
+
+    /* ---- leases never acknowledged (replies lost): no attempt consumed,
+     *      never the candidate's runtime_error; the fifth ends as infra_error ---- */
+    {
+        kf_lease lu;
+        int64_t ujob = 0;
+        for (int i = 0; i < 5; i++) {
+            CHECK(kf_queue_lease(db, &qc, "wLost", cls, 1, &lu, err, sizeof(err)) == KF_Q_OK, "%s", err);
+            if (i == 0) ujob = lu.job_id;
+            CHECK(lu.job_id == ujob && lu.attempt == 1, "unacknowledged expiry %d: job %lld attempt %d (expected "
+                  "job %lld, attempt 1 every time)", i, (long long)lu.job_id, lu.attempt, (long long)ujob);
+            snprintf(sql, sizeof(sql), "UPDATE jobs SET lease_deadline = now() - interval '1 second' WHERE id = %lld",
+                     (long long)lu.job_id);
+            exec_ok(db, sql);
+            CHECK(kf_queue_reap(db, &rq, &ex, err, sizeof(err)) == 0, "%s", err);
+        }
+        CHECK(ex == 1, "the fifth unacknowledged expiry ends the job (exhausted %d)", ex);
+        snprintf(sql, sizeof(sql), "SELECT count(*) FROM evaluations WHERE job_id = %lld AND is_final "
+                 "AND verdict = 'infra_error' AND detail LIKE '%%unacknowledged 5 times%%'", (long long)ujob);
+        CHECK(q1(db, sql) == 1, "final infra_error after 5 unacknowledged expiries");
+        snprintf(sql, sizeof(sql), "SELECT count(*) FROM evaluations WHERE job_id = %lld AND verdict = "
+                 "'runtime_error'", (long long)ujob);
+        CHECK(q1(db, sql) == 0, "never a runtime_error for lost replies");
+    }
 
     /* ---- infra_error: requeue, quarantine ---- */
     kf_result infra = { .verdict = "infra_error", .detail = "nvcc missing" };
