@@ -46,12 +46,24 @@ kf_queue_status kf_queue_lease(kf_db *db, const kf_queue_config *cfg, const char
     /* Seen: record the worker (creating a minimal row if it never
      * registered, e.g. after the database was rebuilt). */
     const char *p1[2] = { worker_id, arr };
+    /* No write per request: last_seen is refreshed at most every 2 s (the
+     * liveness window is >= 15 s) or when the classes change. */
     PGresult *w = kf_db_exec(db,
-        "INSERT INTO workers (id, classes) VALUES ($1, $2::text[]) "
-        "ON CONFLICT (id) DO UPDATE SET last_seen = now(), "
-        "  classes = CASE WHEN cardinality($2::text[]) > 0 THEN $2::text[] ELSE workers.classes END "
-        "RETURNING quarantined, classes, COALESCE(quarantine_reason, 'repeated infra_error')",
+        "WITH ins AS (INSERT INTO workers (id, classes) VALUES ($1, $2::text[]) "
+        "  ON CONFLICT (id) DO UPDATE SET last_seen = now(), "
+        "    classes = CASE WHEN cardinality($2::text[]) > 0 THEN $2::text[] ELSE workers.classes END "
+        "  WHERE workers.last_seen < now() - interval '2 seconds' OR "
+        "    (cardinality($2::text[]) > 0 AND workers.classes IS DISTINCT FROM $2::text[]) "
+        "  RETURNING quarantined, classes, COALESCE(quarantine_reason, 'repeated infra_error')) "
+        "SELECT * FROM ins UNION ALL "
+        "SELECT quarantined, classes, COALESCE(quarantine_reason, 'repeated infra_error') FROM workers "
+        "  WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM ins)",
         2, p1, err, errlen);
+    if (w && PQntuples(w) != 1) {
+        PQclear(w);
+        snprintf(err, errlen, "worker %s: no row after upsert", worker_id);
+        w = NULL;
+    }
     if (!w) {
         free(arr);
         return KF_Q_ERROR;
@@ -154,7 +166,8 @@ kf_queue_status kf_queue_heartbeat(kf_db *db, const kf_queue_config *cfg, const 
     i64s(lease, cfg->lease_ms);
     const char *pw[1] = { worker_id };
     char e2[128];
-    kf_db_cmd(db, "UPDATE workers SET last_seen = now() WHERE id = $1", 1, pw, e2, sizeof(e2));
+    kf_db_cmd(db, "UPDATE workers SET last_seen = now() WHERE id = $1 AND last_seen < now() - interval '2 seconds'",
+              1, pw, e2, sizeof(e2));
     if (kf_db_begin(db, err, errlen) < 0) return KF_Q_ERROR;
     const char *p[3] = { job, tok, worker_id };
     PGresult *r = kf_db_exec(db,

@@ -207,10 +207,12 @@ int main(void)
     nn_connect(sock, addr);
 
     kf_db *db = NULL;
-    for (int i = 0; i < 50 && !db; i++) { /* wait for the migrations */
+    kf_embedded_file mig[32];
+    int nmig = kf_db_embedded_schema(mig, 32);
+    for (int i = 0; i < 50 && !db; i++) { /* wait for every migration (each is its own transaction) */
         sleep_ms(200);
         kf_db *d = kf_db_open(conninfo, err, sizeof(err));
-        if (d && q1(d, "SELECT count(*) FROM schema_version") > 0) db = d;
+        if (d && q1(d, "SELECT count(*) FROM schema_version") >= nmig) db = d;
         else kf_db_close(d);
     }
     CHECK(db != NULL, "coordinator did not migrate the database");
