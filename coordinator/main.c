@@ -154,8 +154,12 @@ int main(int argc, char **argv)
     /* A lock held elsewhere (an operator's open transaction on jobs) must
      * not stall dispatch: a serving statement waits at most 2 s for a lock
      * and runs at most 15 s, then fails, is logged and answered ERROR (the
-     * worker retries). */
-    cfg.pg_options = "-c lock_timeout=2000 -c statement_timeout=15000";
+     * worker retries). Their bookkeeping (message counters, lease
+     * extensions, leases) commits without waiting for the WAL flush: a
+     * database crash can lose the last fraction of a second of it, which
+     * the fencing tokens and the unacknowledged-lease rule absorb; results
+     * are stored with synchronous_commit on (queue.c). */
+    cfg.pg_options = "-c lock_timeout=2000 -c statement_timeout=15000 -c synchronous_commit=off";
 
     char err[1024];
     /* Idle connections cost a file descriptor each: take the hard limit

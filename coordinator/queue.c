@@ -265,6 +265,13 @@ kf_queue_status kf_queue_result(kf_db *db, const kf_queue_config *cfg, const cha
     char *metrics = clean_metrics(res->metrics_json);
 
     if (kf_db_begin(db, err, errlen) < 0) goto out;
+    /* a result is durable before it is acknowledged, whatever the session's
+     * default (the coordinator's serving connections commit their
+     * bookkeeping asynchronously: message counters, lease extensions) */
+    if (kf_db_cmd(db, "SET LOCAL synchronous_commit = on", 0, NULL, err, errlen) < 0) {
+        kf_db_rollback(db);
+        goto out;
+    }
     const char *pj[1] = { job };
     PGresult *r = kf_db_exec(db,
         "SELECT state, fencing_token, attempts, max_attempts, candidate_id, worker_id,"

@@ -259,8 +259,23 @@ static int live_window_ms(const kf_server *s)
     return s->cfg->queue.lease_ms > 15000 ? s->cfg->queue.lease_ms : 15000;
 }
 
+static void on_register_(kf_server *s, const peer *who, const Kfarm__Register *m, Kfarm__Reply *rep,
+                         char *dbuf, size_t dcap);
+
+/* An identity claim is durable before it is answered (a worker told
+ * CONFLICT stops), whatever the connection's synchronous_commit default. */
 static void on_register(kf_server *s, const peer *who, const Kfarm__Register *m, Kfarm__Reply *rep,
                         char *dbuf, size_t dcap)
+{
+    char err[256];
+    kf_db_cmd(s->db, "SET synchronous_commit = on", 0, NULL, err, sizeof(err));
+    on_register_(s, who, m, rep, dbuf, dcap);
+    if (s->cfg->pg_options && strstr(s->cfg->pg_options, "synchronous_commit=off"))
+        kf_db_cmd(s->db, "SET synchronous_commit = off", 0, NULL, err, sizeof(err));
+}
+
+static void on_register_(kf_server *s, const peer *who, const Kfarm__Register *m, Kfarm__Reply *rep,
+                         char *dbuf, size_t dcap)
 {
     if (!ok_str(m->worker_id, 128) || !ok_classes(m->classes, m->n_classes) ||
         m->n_devices > 256) {
