@@ -49,8 +49,12 @@
 #include "kf_util.h"
 #include "kf_wire.h"
 
+#define KF_DAEMON_MAX_COORD 8
+
 typedef struct {
-    const char *coordinator;
+    const char *coordinator;                  /* the first address (logs) */
+    const char *coordinators[KF_DAEMON_MAX_COORD];
+    int n_coordinators;
     char worker_id[KF_WIRE_ID_MAX + 1];
     char work_dir[1024];
     char cache_dir[1100];
@@ -454,7 +458,9 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: kfarm-worker run --coordinator ADDR [options]\n"
-            "  --coordinator ADDR  tcp://HOST:PORT or ipc:///PATH of kfarm-coordinator\n"
+            "  --coordinator ADDR  tcp://HOST:PORT or ipc:///PATH of kfarm-coordinator; repeat it\n"
+            "                      for several coordinators of one database (requests are\n"
+            "                      spread over them; a dead one is skipped)\n"
             "  --credential FILE   this worker's credential, from `kfarm worker add NAME`\n"
             "                      (default: $KFARM_WORKER_CREDENTIAL_FILE)\n"
             "  --id NAME           worker name (default: the credential's; must match it)\n"
@@ -529,7 +535,14 @@ int kf_daemon_main(int argc, char **argv)
     optind = 1;
     while ((o = getopt_long(argc, argv, "c:i:w:p:m:qg:CPNK:h", opts, NULL)) != -1) {
         switch (o) {
-        case 'c': c.coordinator = optarg; break;
+        case 'c':
+            if (c.n_coordinators == KF_DAEMON_MAX_COORD) {
+                fprintf(stderr, "kfarm-worker: at most %d --coordinator addresses\n", KF_DAEMON_MAX_COORD);
+                return 2;
+            }
+            c.coordinators[c.n_coordinators++] = optarg;
+            if (!c.coordinator) c.coordinator = optarg;
+            break;
         case 'i': id = optarg; break;
         case 'w': work = optarg; break;
         case 'p':
@@ -618,10 +631,18 @@ int kf_daemon_main(int argc, char **argv)
 
     err[0] = 0;
     c.sock = nn_socket(AF_SP, NN_REQ);
-    if (c.sock < 0 || kf_wire_socket_setup(c.sock, KF_WIRE_MAX_MSG, 10000, 15000, err, sizeof(err)) < 0 ||
-        nn_connect(c.sock, c.coordinator) < 0) {
+    /* Several coordinators (one database): the REQ socket spreads requests
+     * over the connected ones and stops sending to one whose connection
+     * broke, so a coordinator that dies costs this worker one timed-out
+     * request, not its work. */
+    int connect_failed = -1;
+    if (c.sock >= 0 && kf_wire_socket_setup(c.sock, KF_WIRE_MAX_MSG, 10000, 15000, err, sizeof(err)) == 0)
+        for (int i = 0; i < c.n_coordinators && connect_failed < 0; i++)
+            if (nn_connect(c.sock, c.coordinators[i]) < 0) connect_failed = i;
+    if (c.sock < 0 || err[0] || connect_failed >= 0) {
         OPENSSL_cleanse(&key, sizeof(key));
-        fprintf(stderr, "kfarm-worker: cannot connect to %s: %s\n", c.coordinator,
+        fprintf(stderr, "kfarm-worker: cannot connect to %s: %s\n",
+                connect_failed >= 0 ? c.coordinators[connect_failed] : c.coordinator,
                 err[0] ? err : nn_strerror(nn_errno()));
         return 1;
     }
