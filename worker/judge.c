@@ -137,6 +137,8 @@ typedef struct {
     double t_start, deadline;
     runner r[3];
     uint64_t arena_bytes;
+    kf_jarena master;        /* the judge's private copy of the current timed call's inputs */
+    int master_b, master_rep, master_valid;
     double call_t0;          /* when the current call was rung */
     double cand_used_s;      /* wall seconds spent inside the candidate's calls */
     int64_t cand_mark;       /* the candidate runner's CPU clock (ns) when it last answered or was last checked */
@@ -1058,41 +1060,52 @@ static json_t *stats_json(const kf_cuda_stats *s, double overhead)
 }
 
 /* Fresh values for every element of every input of a timed call, from
- * (secret, shape, rep): generated in place in the runner's arena by the
- * backend (gen.h's counter-based generator; on cuda one kernel of the
- * judge's, outside the clock), so no two calls share an input element and no
+ * (secret, shape, rep): generated once per rep, in place, into the judge's
+ * private master arena by the backend (gen.h's counter-based generator; on
+ * cuda one kernel of the judge's, outside the clock), then copied into the
+ * runner's arena (a copy costs a fraction of a generation, and no runner's
+ * arena is ever a source: what a candidate did to its inputs after its call
+ * cannot reach the baseline's). No two calls share an input element and no
  * part of an earlier answer is reusable (an incremental recompute gains
  * nothing). Identical for the baseline, the candidate and the reference on
  * the same rep. Outputs are poisoned. */
 static void prep_inputs(judge *j, runner *r, const layout *L, int b, int rep)
 {
     const kf_task *t = j->t;
-    for (int i = 0; i < t->n_inputs; i++) {
-        kf_gen_spec g;
-        kf_inputs_gen_spec(&t->inputs[i], kf_inputs_derive_seed(j->cfg->secret, 1000u + (uint64_t)b,
-                                                                (uint64_t)(rep + 16), (uint64_t)i), &g);
-        if (j->be->gen(j->dev, &r->arena, L->in_off[i], &g, L->in_n[i])) io_fail(j, "generate inputs");
+    if (!j->master_valid || j->master_b != b || j->master_rep != rep) {
+        for (int i = 0; i < t->n_inputs; i++) {
+            kf_gen_spec g;
+            kf_inputs_gen_spec(&t->inputs[i], kf_inputs_derive_seed(j->cfg->secret, 1000u + (uint64_t)b,
+                                                                    (uint64_t)(rep + 16), (uint64_t)i), &g);
+            if (j->be->gen(j->dev, &j->master, L->in_off[i], &g, L->in_n[i])) io_fail(j, "generate inputs");
+        }
+        j->master_b = b;
+        j->master_rep = rep;
+        j->master_valid = 1;
     }
+    for (int i = 0; i < t->n_inputs; i++)
+        if (j->be->copy(j->dev, &r->arena, L->in_off[i], &j->master, L->in_off[i], L->in_bytes[i]))
+            io_fail(j, "copy inputs");
     poison(j, r, L);
 }
 
 /* On a checked timed call: the candidate's inputs must still be what the
- * judge generated. Compared with the reference's arena right after the same
- * rep's inputs were generated there and before the reference ran (on the
- * device for cuda). */
+ * judge generated: compared with the judge's master copy (on the device for
+ * cuda). */
 static void check_inputs_timed(judge *j, const layout *L, const char *where)
 {
-    runner *C = &j->r[R_CAND], *R = &j->r[R_REF];
+    runner *C = &j->r[R_CAND];
+    kf_jarena *M = &j->master;
     for (int i = 0; i < j->t->n_inputs; i++) {
         uint64_t first = 0;
-        int same = j->be->same(j->dev, &C->arena, L->in_off[i], &R->arena, L->in_off[i], L->in_bytes[i], &first);
+        int same = j->be->same(j->dev, &C->arena, L->in_off[i], M, L->in_off[i], L->in_bytes[i], &first);
         if (same < 0) io_fail(j, "compare inputs");
         if (same) continue;
         const kf_tensor_spec *ts = &j->t->inputs[i];
         size_t es = kf_dtype_size(ts->dtype);
         uint64_t idx = first / es;
         unsigned char was[8] = {0}, is[8] = {0};
-        if (j->be->get(j->dev, &R->arena, L->in_off[i] + idx * es, was, es) ||
+        if (j->be->get(j->dev, M, L->in_off[i] + idx * es, was, es) ||
             j->be->get(j->dev, &C->arena, L->in_off[i] + idx * es, is, es))
             io_fail(j, "read inputs");
         finish(j, KF_INCORRECT, "candidate", "candidate modified input '%s' (element %llu: was %.9g, now %.9g) %s",
@@ -1130,8 +1143,8 @@ static void check_call(judge *j, const layout *L, int b, int rep, const char *wh
     runner *R = &j->r[R_REF];
     kf_rp_reply rr;
     void **cand = get_outputs(j, &j->r[R_CAND], L);
-    prep_inputs(j, R, L, b, rep);
     check_inputs_timed(j, L, where);
+    prep_inputs(j, R, L, b, rep);
     call(j, R, L, 0, where, &rr);
     void **ref = get_outputs(j, R, L);
     late_check(j, L, cand, where);
@@ -1175,7 +1188,7 @@ static void timing(judge *j)
     const kf_judge_cfg *cfg = j->cfg;
     runner *B = &j->r[R_BASE], *C = &j->r[R_CAND];
     double p_check = cfg->quick ? 0.25 : 0.1;
-    double target_s = cfg->quick ? 0.05 : 0.5;          /* baseline seconds per shape */
+    double target_s = cfg->quick ? 0.05 : 0.25;         /* baseline seconds per shape */
     int min_reps = cfg->quick ? 10 : 20, max_reps = cfg->quick ? 60 : 2000;
     double shape_cap_s = cfg->quick ? 1.0 : 5.0;        /* judge wall seconds per shape */
     double target_rse = cfg->quick ? 0.02 : 0.01;       /* relative standard error of each median */
@@ -1241,7 +1254,12 @@ static void timing(judge *j)
         double per_pair_s = pair_s * (1 + p_check) + p_check * check_s;
         if (per_pair_s > 0 && reps > (int)((wall_cap - check_s) / per_pair_s))
             reps = (int)((wall_cap - check_s) / per_pair_s);
-        if (reps < min_reps) reps = min_reps;
+        /* a slow baseline needs fewer calls: its per-call noise is small
+         * against its time (at least 5, at most the usual minimum) */
+        int floor_reps = (int)ceil(target_s / per);
+        if (floor_reps < 5) floor_reps = 5;
+        if (floor_reps > min_reps) floor_reps = min_reps;
+        if (reps < floor_reps) reps = floor_reps;
         if (reps > max_reps) reps = max_reps;
 
         double *sb = calloc((size_t)reps, sizeof(double)), *sc = calloc((size_t)reps, sizeof(double));
@@ -1267,7 +1285,7 @@ static void timing(judge *j)
                 last = 1;
                 truncated = 1;
             }
-            /* stopping rule: at every 10th pair from min_reps on, when the
+            /* stopping rule: at every 5th pair from floor_reps on, when the
              * medians of both sides are known to within target_rse, the
              * next call is the last (and so checked) */
             if (!last && stop_next) last = 1;
@@ -1298,19 +1316,19 @@ static void timing(judge *j)
             sc[n] = tc;
             n++;
             if (last) break;
-            if (n >= min_reps && n % 10 == 0 && rse_median(sb, n) <= target_rse && rse_median(sc, n) <= target_rse)
+            if (n >= floor_reps && n % 5 == 0 && rse_median(sb, n) <= target_rse && rse_median(sc, n) <= target_rse)
                 stop_next = 1;
         }
         /* Cut short before the minimum number of calls: too few to time.
          * The candidate's own calls ate the budget (>= 40%: its verdict,
          * as in fail_wait), or the judge was too slow (the worker's). */
-        if (truncated && n < min_reps) {
+        if (truncated && n < floor_reps) {
             if (j->cand_used_s > 0.4 * cfg->budget_s)
                 finish(j, KF_TIMEOUT, "candidate", "the candidate's calls used %.1f s of the %.1f s budget; %d "
                        "timed calls of at least %d fitted (benchmark shape %s)", j->cand_used_s, cfg->budget_s, n,
-                       min_reps, sh);
+                       floor_reps, sh);
             finish(j, KF_INFRA_ERROR, "worker", "out of time after %d of at least %d timed calls (benchmark shape "
-                   "%s; the candidate used %.1f s of the %.1f s budget)", n, min_reps, sh, j->cand_used_s,
+                   "%s; the candidate used %.1f s of the %.1f s budget)", n, floor_reps, sh, j->cand_used_s,
                    cfg->budget_s);
         }
         double raw_c_min = 1e300;
@@ -1449,6 +1467,11 @@ int kf_judge_child(void *arg, int report_fd)
             if (L.total > j->arena_bytes) j->arena_bytes = L.total;
         }
     }
+
+    /* the master copy of timed inputs: allocated before any runner starts
+     * (a candidate that grabs the device's memory cannot starve it) */
+    if (j->be->arena_new(j->dev, j->arena_bytes, 0, &j->master, err, sizeof(err)) != 0)
+        finish(j, KF_INFRA_ERROR, "worker", "judge: %s", err);
 
     static const int order[3] = {R_REF, R_BASE, R_CAND};
     for (int oi = 0; oi < 3; oi++) {
