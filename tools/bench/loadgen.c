@@ -31,9 +31,12 @@
  *    All N start together, so the first round is a burst; the window opens
  *    after the warm-up (--warmup auto, the default: once every worker had a
  *    Result answered, at most --warmup-max 60 s; or a fixed --warmup S) and
- *    lasts --duration S (default 15 s), or until J results are acknowledged
- *    (--jobs), or until a GetJob is answered NO_JOB (the queue ran dry).
- *    Calls are counted and timed when they were sent inside the window.
+ *    lasts --duration S (default 15 s; with the auto warm-up at least
+ *    --min-rounds 2 warm-up lengths, so that it spans whole rounds of the
+ *    closed loop: at 1,000 workers one round is ~3,000 requests), or until J
+ *    results are acknowledged (--jobs), or until a GetJob is answered NO_JOB
+ *    (the queue ran dry). Calls are counted and timed when they were sent
+ *    inside the window.
  *    NO_JOB: it polls again after --poll-ms (default 500, as kfarm-worker).
  *    ERROR: again after 200 ms. A request unanswered after --timeout-ms
  *    (default 15,000, the worker's receive timeout) counts as a timeout and
@@ -43,9 +46,10 @@
  *    through a MAP_SHARED page), one thread each, drive their share of the
  *    workers with epoll on the sockets' NN_RCVFD / NN_SNDFD: no thread per
  *    worker, no blocking call.
- * 4. Drain: no new requests; replies still arriving within --drain-s
- *    (default 2 s) are timed (their latency counts, their results do not
- *    count toward jobs/s). Then the campaign is paused (so a later run in the
+ * 4. Drain: no new requests; the window's requests still in flight are
+ *    waited for (at most --drain-s, default 60 s), so their latencies are
+ *    not cut short (their results do not count toward jobs/s; those still
+ *    unanswered are reported). Then the campaign is paused (so a later run in the
  *    same database starts from its own queue) and the database is checked:
  *    the final `ok` evaluations stored under this run's worker names must be
  *    at least the results acknowledged OK ("durable before acknowledged";
@@ -160,6 +164,7 @@ struct lg {
     atomic_int registered; /* workers whose Register was answered OK */
     atomic_int warmed;     /* workers that had a Result answered */
     atomic_int ran_dry;    /* the window ended on NO_JOB: the queue was empty */
+    atomic_int pending;    /* requests sent inside the window, not answered yet */
     atomic_llong t_end_ns; /* end of the window (CLOCK_MONOTONIC is system-wide) */
 };
 
@@ -310,6 +315,7 @@ static int send_call(driver *d, int i)
     }
     s->in_flight = 1;
     s->sent_phase = atomic_load(&d->g->phase);
+    if (s->sent_phase == PH_MEASURE) atomic_fetch_add(&d->g->pending, 1);
     s->sent_ns = now_ns();
     return 0;
 }
@@ -355,6 +361,7 @@ static int on_reply(driver *d, int i, Kfarm__Reply *rep, int x, int64_t lat_ns)
     int call = s->call, phase = atomic_load(&g->phase);
     s->in_flight = 0;
     /* counted: registrations, and requests sent inside the window */
+    if (s->sent_phase == PH_MEASURE) atomic_fetch_sub(&g->pending, 1);
     if (call == C_REGISTER || s->sent_phase == PH_MEASURE) {
         d->count[call][x]++;
         if (x != X_TIMEOUT) samples_add(&d->lat[call], lat_ns);
@@ -734,7 +741,8 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: loadgen --coordinator ADDR --workers N [--duration S] [--jobs J] [--queue M]\n"
         "               [--heartbeats K] [--procs P] [--poll-ms MS] [--timeout-ms MS]\n"
-        "               [--warmup S|auto] [--warmup-max S] [--drain-s S] [--prefix NAME]\n"
+        "               [--warmup S|auto] [--warmup-max S] [--min-rounds R] [--drain-s S]\n"
+        "               [--prefix NAME]\n"
         "               [--task DIR]\n"
         "  database: $KFARM_DB (the coordinator's). See the header of tools/bench/loadgen.c.\n"
         "  --duration S     measured window, s (default 15)\n"
@@ -747,7 +755,9 @@ static void usage(FILE *f)
         "  --timeout-ms MS  a request unanswered this long is a timeout, sent again (default 15000)\n"
         "  --warmup S|auto  run this long before the window opens; auto (default): until every\n"
         "                   worker had a Result answered, at most --warmup-max S (default 60)\n"
-        "  --drain-s S      after the window, keep timing replies this long (default 2)\n"
+        "  --min-rounds R   with --warmup auto, the window lasts at least R warm-up lengths\n"
+        "                   (default 2)\n"
+        "  --drain-s S      after the window, wait at most this long for its last replies (default 60)\n"
         "  --prefix NAME    worker names NAME-0 .. NAME-(N-1) (default lg<time>-<pid>)\n",
         LG_PER_PROC);
 }
@@ -771,14 +781,14 @@ int main(int argc, char **argv)
     }
     memset(g, 0, sizeof(*g));
     g->duration_s = 15;
-    g->drain_s = 2;
+    g->drain_s = 60;
     g->heartbeats = 1;
     g->poll_ms = 500;
     g->timeout_ms = 15000;
     g->job_limit = -1;
     long queue = 20000;
     int procs = 0;
-    double warmup_s = -1, warmup_max_s = 60;
+    double warmup_s = -1, warmup_max_s = 60, min_rounds = 2;
     snprintf(g->prefix, sizeof(g->prefix), "lg%lx-%d", (unsigned long)time(NULL), (int)getpid());
     char task_buf[4096];
     const char *src = getenv("KFARM_SRC");
@@ -804,6 +814,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--warmup") && !strcmp(v, "auto")) warmup_s = -1;
         else if (!strcmp(a, "--warmup") && arg_num(v, 0, 3600, &x) == 0) warmup_s = x;
         else if (!strcmp(a, "--warmup-max") && arg_num(v, 0, 3600, &x) == 0) warmup_max_s = x;
+        else if (!strcmp(a, "--min-rounds") && arg_num(v, 0, 100, &x) == 0) min_rounds = x;
         else if (!strcmp(a, "--prefix") && strlen(v) < 40 && kf_cred_name_ok(v))
             snprintf(g->prefix, sizeof(g->prefix), "%s", v);
         else if (!strcmp(a, "--task")) task_dir = v;
@@ -915,12 +926,21 @@ int main(int argc, char **argv)
     int warmed = atomic_load(&g->warmed);
     ph = PH_WARMUP;
     if (!fatal && !atomic_compare_exchange_strong(&g->phase, &ph, PH_MEASURE)) fatal = 1;
-    int64_t end = t_start + (int64_t)(g->duration_s * 1e9);
+    /* the window: --duration, and at least --min-rounds warm-up lengths
+     * (auto warm-up), so that it spans whole rounds of the closed loop */
+    double win_s = g->duration_s;
+    if (warmup_s < 0 && min_rounds * warm_s > win_s) win_s = min_rounds * warm_s;
+    int64_t end = t_start + (int64_t)(win_s * 1e9);
     while (!fatal && atomic_load(&g->phase) == PH_MEASURE && now_ns() < end) usleep(1000);
     ph = PH_MEASURE;
     if (atomic_compare_exchange_strong(&g->phase, &ph, PH_DRAIN)) atomic_store(&g->t_end_ns, now_ns());
-    int64_t drain_end = now_ns() + (int64_t)(g->drain_s * 1e9);
-    while (!fatal && atomic_load(&g->phase) == PH_DRAIN && now_ns() < drain_end) usleep(1000);
+    /* the drain: until every request of the window is answered (their
+     * latencies are not cut short), at most --drain-s */
+    int64_t t_drain = now_ns(), drain_end = t_drain + (int64_t)(g->drain_s * 1e9);
+    while (!fatal && atomic_load(&g->phase) == PH_DRAIN && atomic_load(&g->pending) > 0 &&
+           now_ns() < drain_end)
+        usleep(1000);
+    double drain_took = (double)(now_ns() - t_drain) / 1e9;
     atomic_store(&g->phase, PH_STOP);
 
     /* collect */
@@ -982,10 +1002,11 @@ int main(int argc, char **argv)
 
     printf("loadgen: %d workers in %d processes, %s; registration %.2f s; warm-up %.2f s "
            "(%d of %d workers had a result answered); window %.2f s%s; %ld results "
-           "acknowledged OK in the window, %.1f jobs/s; %ld requests of the window unanswered "
-           "at the end\n",
+           "acknowledged OK in the window, %.1f jobs/s; drain %.2f s, %ld requests of the window "
+           "unanswered at the end\n",
            g->workers, procs, g->addr, reg_s, warm_s, warmed, g->workers, secs,
-           atomic_load(&g->ran_dry) ? " (ended early: the queue ran dry)" : "", ok, rate, pending);
+           atomic_load(&g->ran_dry) ? " (ended early: the queue ran dry)" : "", ok, rate, drain_took,
+           pending);
     printf("%-10s %8s %9s %9s %9s", "call", "replies", "p50_ms", "p99_ms", "max_ms");
     for (int x = 0; x < X_N; x++) printf(" %*s", x == X_AUTH ? 9 : 8, X_NAME[x]);
     printf("\n");
