@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# tools/bench/bench_dispatch.sh -- dispatch at fleet scale (issue 13): the real
+# coordinator under N simulated workers, beside graphile-worker on the same
+# PostgreSQL, in one command and one run.
+#
+#   tools/bench/bench_dispatch.sh
+#
+# Environment (all optional):
+#   WORKERS="10 100 1000"  simulated worker counts
+#   RUNS=3                 runs per count and system (the table shows medians)
+#   DURATION=10            measured window per run, s
+#   QUEUE=20000            kernelfarm jobs queued before each run
+#   GRAPHILE_QUEUE=100000  graphile-worker jobs queued before each run (its
+#                          batched mode would empty 20,000 in about a second)
+#   BUILD=build-bench      build folder (configured here when it has no cache)
+#   KFARM_DEVDB_DIR=/tmp/kfdispatch-db  the private PostgreSQL cluster
+#   KEEP_DB=1              leave the cluster running at the end
+#
+# What it does:
+# 1. builds loadgen, kfarm-coordinator and kfarm (RelWithDebInfo, CUDA off,
+#    nice'd, 2 jobs); installs tools/bench/graphile's locked npm packages
+#    (npm ci) when node_modules is missing;
+# 2. starts a private PostgreSQL (tools/devdb, PostgreSQL 15+, fsync on, unix
+#    socket);
+# 3. for each N in WORKERS, RUNS times, interleaved so that machine load
+#    drifts over all three alike, each in a fresh database (createdb; the
+#    schema is applied by the coordinator at start, as in production, and by
+#    loadgen's kf_db_migrate):
+#    - kernelfarm: starts build/kfarm-coordinator --listen tcp://127.0.0.1:PORT
+#      (as tests/lib.sh does, KFARM_DB in the environment, default lease),
+#      runs `loadgen --coordinator ADDR --workers N --duration DURATION
+#      --queue QUEUE` (tools/bench/loadgen.c: enrolls N identities and queues
+#      the jobs in the database, then N REQ sockets speak the real protocol:
+#      Register, GetJob -> Heartbeat -> Result ok), stops the coordinator
+#      (SIGTERM) and records its CPU time;
+#    - graphile-worker, plain and batched: `node tools/bench/graphile/bench.js
+#      --workers N --queue GRAPHILE_QUEUE --duration DURATION [--batched]`
+#      (concurrency N, a task that does no work; batched: local queue and
+#      grouped completions);
+# 4. prints every run's RESULT lines, then one table of medians:
+#      workers | kernelfarm jobs/s | get-job p99 (ms) | graphile jobs/s |
+#      graphile batched jobs/s | ratio
+#    where ratio = kernelfarm jobs/s / graphile batched jobs/s (the issue's
+#    goal: at least 0.5). Everything is also saved to
+#    BUILD/bench-results/dispatch-<timestamp>.txt; coordinator logs are kept
+#    beside it (dispatch-<timestamp>-logs/).
+# Units: jobs/s = results acknowledged (kernelfarm: stored, then answered
+# OK; graphile: task returned) per second of the measured window; latencies
+# in ms, from sending a request to its authenticated reply.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$here"
+build=${BUILD:-$here/build-bench}
+case $build in /*) ;; *) build=$here/$build ;; esac
+workers_list=${WORKERS:-10 100 1000}
+runs=${RUNS:-3}
+duration=${DURATION:-10}
+queue=${QUEUE:-20000}
+gqueue=${GRAPHILE_QUEUE:-100000}
+
+echo "== build ($build)"
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  nice -n 10 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKFARM_CUDA=OFF >/dev/null
+fi
+nice -n 10 cmake --build "$build" -j2 --target loadgen kfarm-coordinator kfarm >/dev/null
+if [ ! -d tools/bench/graphile/node_modules ]; then
+  echo "== npm ci (tools/bench/graphile)"
+  (cd tools/bench/graphile && npm ci --no-audit --no-fund >/dev/null)
+fi
+
+export KFARM_DEVDB_DIR=${KFARM_DEVDB_DIR:-/tmp/kfdispatch-db}
+export KFARM_SRC=$here
+echo "== database (KFARM_DEVDB_DIR=$KFARM_DEVDB_DIR)"
+tools/devdb start >/dev/null
+# node-postgres reads the libpq environment: the socket folder, port, user
+conn=$(tools/devdb conninfo)
+export PGHOST=$(sed -n 's/.*host=\([^ ]*\).*/\1/p' <<<"$conn")
+export PGPORT=$(sed -n 's/.*port=\([^ ]*\).*/\1/p' <<<"$conn")
+export PGUSER=$(sed -n 's/.*user=\([^ ]*\).*/\1/p' <<<"$conn")
+
+mkdir -p "$build/bench-results"
+stamp=$(date +%Y%m%d-%H%M%S)
+out=$build/bench-results/dispatch-$stamp.txt
+logs=$build/bench-results/dispatch-$stamp-logs
+mkdir -p "$logs"
+port=$((20000 + RANDOM % 20000))
+addr=tcp://127.0.0.1:$port
+clk=$(getconf CLK_TCK)
+
+coord_pid=
+stop_coordinator() {
+  [ -n "$coord_pid" ] || return 0
+  kill -TERM "$coord_pid" 2>/dev/null || true
+  for _ in $(seq 50); do kill -0 "$coord_pid" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$coord_pid" 2>/dev/null || true
+  wait "$coord_pid" 2>/dev/null || true
+  coord_pid=
+}
+trap 'stop_coordinator; [ "${KEEP_DB:-0}" = 1 ] || tools/devdb stop >/dev/null 2>&1 || true' EXIT
+
+run_kfarm() { # N RUN
+  local n=$1 r=$2 db log cpu
+  db=$(tools/devdb createdb "kfd_${n}_$r" 2>/dev/null)
+  log=$logs/coordinator-$n-$r.log
+  KFARM_DB=$db "$build/kfarm-coordinator" --listen "$addr" >"$log" 2>&1 &
+  coord_pid=$!
+  for _ in $(seq 300); do grep -q "coordinator started" "$log" && break; sleep 0.1; done
+  grep -q "coordinator started" "$log" || { echo "coordinator did not start (log: $log)"; tail -5 "$log"; stop_coordinator; return 1; }
+  local rc=0
+  KFARM_DB=$db "$build/tools/bench/loadgen" --coordinator "$addr" --workers "$n" \
+    --duration "$duration" --queue "$queue" || rc=$?
+  cpu=$(awk -v t="$clk" '{printf "%.2f", ($14 + $15) / t}' "/proc/$coord_pid/stat" 2>/dev/null || echo 0)
+  echo "RESULT coordinator workers=$n run=$r cpu_s=$cpu"
+  stop_coordinator
+  tools/devdb dropdb "kfd_${n}_$r" >/dev/null 2>&1 || true
+  return $rc
+}
+
+run_graphile() { # N RUN [--batched]
+  local n=$1 r=$2 rc=0
+  shift 2
+  tools/devdb createdb "gwd_${n}_$r" >/dev/null 2>&1
+  (cd tools/bench/graphile && PGDATABASE="gwd_${n}_$r" node bench.js --workers "$n" --queue "$gqueue" \
+    --duration "$duration" "$@" 2> >(grep -v "smaller than concurrency" >&2)) || rc=$?
+  tools/devdb dropdb "gwd_${n}_$r" >/dev/null 2>&1 || true
+  return $rc
+}
+
+status=0
+{
+  trap stop_coordinator EXIT # this group runs in a subshell of its own (the pipe)
+  echo "date:     $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "machine:  $(nproc) cpus, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'),"\
+       "$(awk '/MemTotal/ {printf "%.1f GiB RAM", $2/1048576}' /proc/meminfo), load $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "postgres: $(psql "$conn" -tAc 'SHOW server_version' 2>/dev/null || echo '?') (devdb: fsync on, unix socket)"
+  echo "node:     $(node --version), graphile-worker $(node -p 'require("./tools/bench/graphile/node_modules/graphile-worker/package.json").version')"
+  echo "commit:   $(git rev-parse --short HEAD 2>/dev/null || echo ?)"
+  echo "settings: WORKERS='$workers_list' RUNS=$runs DURATION=$duration QUEUE=$queue GRAPHILE_QUEUE=$gqueue"
+  rc=0
+  for n in $workers_list; do
+    for r in $(seq "$runs"); do
+      echo
+      echo "== workers=$n run=$r: kernelfarm (load $(cut -d' ' -f1 /proc/loadavg))"
+      run_kfarm "$n" "$r" || rc=1
+      echo "== workers=$n run=$r: graphile-worker"
+      run_graphile "$n" "$r" || rc=1
+      echo "== workers=$n run=$r: graphile-worker, batched"
+      run_graphile "$n" "$r" --batched || rc=1
+    done
+  done
+  echo
+  echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+  exit $rc
+} 2>&1 | tee "$out" || status=1
+
+echo
+echo "== summary (medians of $runs runs; ratio = kernelfarm / graphile batched)" | tee -a "$out"
+awk '
+function kv(line, key,   i, n, f, p) {
+  n = split(line, f, " ")
+  for (i = 1; i <= n; i++) { p = index(f[i], "="); if (substr(f[i], 1, p - 1) == key) return substr(f[i], p + 1) }
+  return ""
+}
+function median(list,   v, n, i, j, t) {
+  n = split(list, v, " ")
+  for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] + 0 < v[i] + 0) { t = v[i]; v[i] = v[j]; v[j] = t }
+  if (n == 0) return -1
+  if (n % 2) return v[(n + 1) / 2]
+  return (v[n / 2] + v[n / 2 + 1]) / 2
+}
+/^RESULT loadgen / { w = kv($0, "workers"); if (!(w in seen)) { seen[w] = 1; order[++no] = w }
+                     kf[w] = kf[w] " " kv($0, "jobs_per_s"); p99[w] = p99[w] " " kv($0, "getjob_p99_ms") }
+/^RESULT graphile / { w = kv($0, "workers"); if (!(w in seen)) { seen[w] = 1; order[++no] = w }
+                      if (kv($0, "batched") == 1) gb[w] = gb[w] " " kv($0, "jobs_per_s"); else g[w] = g[w] " " kv($0, "jobs_per_s") }
+END {
+  printf "| %7s | %17s | %16s | %15s | %23s | %7s |\n", "workers", "kernelfarm jobs/s", "get-job p99 (ms)", "graphile jobs/s", "graphile batched jobs/s", "ratio"
+  printf "|--------:|------------------:|-----------------:|----------------:|------------------------:|--------:|\n"
+  for (i = 1; i <= no; i++) {
+    w = order[i]; mk = median(kf[w]); mp = median(p99[w]); mg = median(g[w]); mb = median(gb[w])
+    printf "| %7s | %17.1f | %16.1f | %15.1f | %23.1f | %7.4f |\n", w, mk, mp, mg, mb, (mb > 0 ? mk / mb : 0)
+  }
+}' "$out" | tee -a "$out"
+echo "(full output: $out; coordinator logs: $logs)"
+[ "$status" = 0 ] || echo "bench_dispatch: SOME RUN FAILED (see above)" >&2
+exit "$status"
