@@ -364,7 +364,7 @@ kf_queue_status kf_queue_result(kf_db *db, const kf_queue_config *cfg, const cha
         goto fail;
     if (!retry && is_verify && kf_verify_conclude(db, cfg, verifies, job, err, errlen) < 0) goto fail;
     if (!retry && (is_verify || (v == KF_OK && res->speedup > 0)) &&
-        kf_verify_consider(db, campaign, target, err, errlen) < 0)
+        kf_verify_consider(db, campaign, target, is_verify ? 0 : res->speedup, err, errlen) < 0)
         goto fail;
     if (kf_db_cmd(db, task_fault
             /* the task's fault: the attempt is not the job's either */

@@ -9,10 +9,25 @@
 
 #include "log.h"
 
-int kf_verify_consider(kf_db *db, const char *campaign_id, const char *target, char *err,
-                       size_t errlen)
+int kf_verify_consider(kf_db *db, const char *campaign_id, const char *target, double new_speedup,
+                       char *err, size_t errlen)
 {
     const char *p[2] = { campaign_id, target };
+    if (new_speedup > 0) {
+        /* The common case costs one indexed probe, not a scan of the
+         * campaign's results: after every full pass no unverified ok result
+         * lies above the bar (the best confirmed or pending speedup), so a
+         * new result at or below the bar changes nothing. */
+        PGresult *b = kf_db_exec(db,
+            "SELECT COALESCE(max(e.speedup), 0) FROM evaluations e JOIN jobs j ON j.id = e.job_id"
+            " WHERE e.confirmation IN ('confirmed', 'pending') AND j.campaign_id = $1::bigint"
+            "   AND j.target = $2 AND j.purpose = 'eval' AND e.is_final AND e.verdict = 'ok'",
+            2, p, err, errlen);
+        if (!b) return -1;
+        double bar = kf_db_f64(b, 0, 0, 0);
+        PQclear(b);
+        if (new_speedup <= bar) return 0;
+    }
     /* The top unverified ok result beats every confirmed or pending one: it
      * turns pending and gets one verification job (unique per evaluation). */
     PGresult *r = kf_db_exec(db,

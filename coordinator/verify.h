@@ -38,9 +38,12 @@
 
 /* Inside the caller's transaction: if the best unverified `ok` result of
  * (campaign, target) would become the best there, mark it pending and queue
- * its verification job. Ids as decimal text. 0, or -1 with reason. */
-int kf_verify_consider(kf_db *db, const char *campaign_id, const char *target, char *err,
-                       size_t errlen);
+ * its verification job. new_speedup: the speedup of the result just stored
+ * (> 0: nothing is done unless it beats the best confirmed or pending one,
+ * one indexed probe); <= 0: a full pass (after a verification concluded).
+ * Ids as decimal text. 0, or -1 with reason. */
+int kf_verify_consider(kf_db *db, const char *campaign_id, const char *target, double new_speedup,
+                       char *err, size_t errlen);
 
 /* Inside the caller's transaction: the final evaluation of verification job
  * verify_job_id has been stored; compare it with the evaluation it verifies
