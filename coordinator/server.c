@@ -33,9 +33,21 @@
 
 #define KF_SERVER_MAX_THREADS 64
 
+#define KF_SERVER_KEY_CACHE 4096 /* credentials kept in memory (open addressing) */
+
+/* A worker's key as last read from worker_credentials. The message-counter
+ * update checks that the stored key is still this one and not revoked, so a
+ * cached key never outlives a rotation or a revocation by one message. */
+typedef struct {
+    char name[KF_WIRE_ID_MAX + 1];   /* "" = empty slot */
+    kf_wire_key key;
+    char stored_hex[2 * KF_WIRE_KEY_LEN + 1];
+} srv_cred;
+
 /* State every serving thread shares, under mu. */
 typedef struct {
     pthread_mutex_t mu;
+    srv_cred creds[KF_SERVER_KEY_CACHE];
     kf_replay *replay;
     double rate_window;      /* start of the current one-second window */
     int unauth_in_window, logs_in_window, suppressed;
@@ -673,10 +685,66 @@ static void send_reply(kf_server *s, const kf_wire_key *k, const kf_frame *f, Kf
     free(sealed);
 }
 
+static unsigned cred_slot(const char *id)
+{
+    uint32_t h = 2166136261u;
+    for (const char *c = id; *c; c++) h = (h ^ (unsigned char)*c) * 16777619u;
+    return h % KF_SERVER_KEY_CACHE;
+}
+
+/* The cached key of id: 1 (k and stored_hex filled) or 0. */
+static int cred_get(kf_server *s, const char *id, kf_wire_key *k, char *stored_hex)
+{
+    int found = 0;
+    unsigned i = cred_slot(id);
+    pthread_mutex_lock(&s->sh->mu);
+    for (int n = 0; n < 8 && s->sh->creds[i].name[0]; n++, i = (i + 1) % KF_SERVER_KEY_CACHE)
+        if (!strcmp(s->sh->creds[i].name, id)) {
+            *k = s->sh->creds[i].key;
+            memcpy(stored_hex, s->sh->creds[i].stored_hex, sizeof(s->sh->creds[i].stored_hex));
+            found = 1;
+            break;
+        }
+    pthread_mutex_unlock(&s->sh->mu);
+    return found;
+}
+
+/* Remember (k, stored_hex) for id, or forget id (k NULL: the slot becomes a
+ * tombstone, "\001", which no valid name equals and lookups probe past).
+ * Probes are bounded (8): a full sequence overwrites its first slot, and a
+ * lookup that misses just reads the database. */
+static void cred_put(kf_server *s, const char *id, const kf_wire_key *k, const char *stored_hex)
+{
+    unsigned i = cred_slot(id), pick = KF_SERVER_KEY_CACHE;
+    pthread_mutex_lock(&s->sh->mu);
+    for (int n = 0; n < 8; n++, i = (i + 1) % KF_SERVER_KEY_CACHE) {
+        srv_cred *c = &s->sh->creds[i];
+        if (!strcmp(c->name, id)) {
+            pick = i;
+            break;
+        }
+        if (pick == KF_SERVER_KEY_CACHE && (c->name[0] == 0 || c->name[0] == 1)) pick = i;
+        if (c->name[0] == 0) break;
+    }
+    if (pick == KF_SERVER_KEY_CACHE) pick = cred_slot(id);
+    srv_cred *c = &s->sh->creds[pick];
+    if (k) {
+        snprintf(c->name, sizeof(c->name), "%s", id);
+        c->key = *k;
+        snprintf(c->stored_hex, sizeof(c->stored_hex), "%s", stored_hex);
+    } else if (!strcmp(c->name, id)) {
+        OPENSSL_cleanse(c, sizeof(*c));
+        c->name[0] = 1;
+    }
+    pthread_mutex_unlock(&s->sh->mu);
+}
+
 /* The worker's credential row. 1 found (key filled, *revoked, stored counter
- * and instance), 0 unknown, -1 database error (err). */
+ * and instance, and the stored key's hex in stored_hex[65]), 0 unknown, -1
+ * database error (err). */
 static int lookup_worker(kf_server *s, const char *id, kf_wire_key *k, int *revoked,
-                         uint64_t *counter, char *instance, size_t icap, char *err, size_t errlen)
+                         uint64_t *counter, char *instance, size_t icap, char *stored_hex, char *err,
+                         size_t errlen)
 {
     const char *p[1] = { id };
     PGresult *r = kf_db_exec(s->db,
@@ -693,6 +761,7 @@ static int lookup_worker(kf_server *s, const char *id, kf_wire_key *k, int *revo
         }
         *revoked = strcmp(PQgetvalue(r, 0, 1), "t") == 0;
         *counter = (uint64_t)kf_db_i64(r, 0, 2, 0);
+        snprintf(stored_hex, 2 * KF_WIRE_KEY_LEN + 1, "%s", PQgetvalue(r, 0, 0));
         snprintf(instance, icap, "%s", PQgetisnull(r, 0, 3) ? "" : PQgetvalue(r, 0, 3));
     }
     PQclear(r);
@@ -721,13 +790,22 @@ static void handle(kf_server *s, const uint8_t *msg, size_t len)
     /* 2. the claimed identity's key; the header MAC (~100 bytes, whatever
      *    the frame's size); the clock window */
     kf_wire_key key;
-    int revoked = 0;
+    int revoked = 0, from_cache = 0, found = 0;
     uint64_t stored_counter = 0;
-    char stored_instance[2 * KF_WIRE_INSTANCE_LEN + 1];
-    int found = kf_cred_name_ok(f.id) ? lookup_worker(s, f.id, &key, &revoked, &stored_counter,
-                                                      stored_instance, sizeof(stored_instance),
-                                                      err, sizeof(err))
-                                      : 0;
+    char stored_instance[2 * KF_WIRE_INSTANCE_LEN + 1] = "";
+    char stored_hex[2 * KF_WIRE_KEY_LEN + 1] = "";
+    /* the key from memory when it is there (the counter update below checks
+     * it is still the stored one and not revoked), else from the database */
+    if (kf_cred_name_ok(f.id)) {
+        from_cache = cred_get(s, f.id, &key, stored_hex);
+        if (from_cache && kf_frame_check_header(&f, key.up) < 0) {
+            cred_put(s, f.id, NULL, NULL); /* rotated? read it again */
+            from_cache = 0;
+        }
+        found = from_cache ? 1
+                           : lookup_worker(s, f.id, &key, &revoked, &stored_counter, stored_instance,
+                                           sizeof(stored_instance), stored_hex, err, sizeof(err));
+    }
     if (found < 0) {
         refuse(s, "coordinator cannot read credentials now (database); retry later", len, f.id);
         return;
@@ -741,6 +819,7 @@ static void handle(kf_server *s, const uint8_t *msg, size_t len)
         refuse(s, "this worker's credential has been revoked (kfarm worker revoke)", len, f.id);
         return;
     }
+    if (!from_cache) cred_put(s, f.id, &key, stored_hex);
     if (!kf_frame_fresh(&f, kf_wire_now_ms())) {
         refuse(s, "timestamp outside the accepted window: replay or clock drift", len, f.id);
         return;
@@ -776,7 +855,7 @@ static void handle(kf_server *s, const uint8_t *msg, size_t len)
         refuse(s, "authentication failed: body does not match its MAC", len, f.id);
         return;
     }
-    if (f.counter > (uint64_t)INT64_MAX || f.counter <= stored_counter) {
+    if (f.counter > (uint64_t)INT64_MAX || (!from_cache && f.counter <= stored_counter)) {
         refuse(s, "replayed message refused (counter not above the last accepted)", len, f.id);
         return;
     }
@@ -784,17 +863,36 @@ static void handle(kf_server *s, const uint8_t *msg, size_t len)
     kf_wire_hex(f.instance, KF_WIRE_INSTANCE_LEN, who.instance);
     char ctr[24];
     snprintf(ctr, sizeof(ctr), "%llu", (unsigned long long)f.counter);
-    const char *pc[3] = { f.id, ctr, who.instance };
+    /* One statement: the counter advances only while the key that verified
+     * the frame is still the stored one and not revoked; it also returns the
+     * instance that holds the identity. */
+    const char *pc[4] = { f.id, ctr, who.instance, stored_hex };
     PGresult *cr = kf_db_exec(s->db,
         "UPDATE worker_credentials SET msg_counter = $2::bigint,"
         " instance_seen = CASE WHEN instance_id = $3 THEN now() ELSE instance_seen END"
-        " WHERE name = $1 AND msg_counter < $2::bigint RETURNING 1", 3, pc, err, sizeof(err));
+        " WHERE name = $1 AND msg_counter < $2::bigint AND revoked_at IS NULL"
+        "   AND mac_key = decode($4, 'hex') RETURNING COALESCE(instance_id, '')", 4, pc, err, sizeof(err));
     int fresh = cr && PQntuples(cr) == 1;
+    if (fresh) snprintf(stored_instance, sizeof(stored_instance), "%s", PQgetvalue(cr, 0, 0));
     if (cr) PQclear(cr);
     if (!fresh) {
-        refuse(s, cr ? "replayed message refused (counter not above the last accepted)"
-                     : "coordinator cannot record the message now (database); retry later",
-               len, f.id);
+        const char *why = "coordinator cannot record the message now (database); retry later";
+        if (cr) {
+            /* say why: rotated, revoked or replayed (the cache forgets it) */
+            kf_wire_key k2;
+            int rv = 0;
+            uint64_t sc = 0;
+            char si[2 * KF_WIRE_INSTANCE_LEN + 1], h2[2 * KF_WIRE_KEY_LEN + 1] = "";
+            cred_put(s, f.id, NULL, NULL);
+            int f2 = lookup_worker(s, f.id, &k2, &rv, &sc, si, sizeof(si), h2, err, sizeof(err));
+            OPENSSL_cleanse(&k2, sizeof(k2));
+            why = f2 < 0 ? why
+                : f2 == 0 || strcmp(h2, stored_hex) ? "authentication failed: unknown worker or wrong credential"
+                : rv ? "this worker's credential has been revoked (kfarm worker revoke)"
+                     : "replayed message refused (counter not above the last accepted)";
+        }
+        refuse(s, why, len, f.id);
+        OPENSSL_cleanse(&key, sizeof(key));
         return;
     }
     /* 5. only now: decode */
