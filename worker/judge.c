@@ -614,7 +614,7 @@ __attribute__((noreturn)) static void fail_wait(judge *j, runner *r, int w, cons
         finish(j, KF_INFRA_ERROR, "task", "the task's %s broke the runner protocol %s", role_name[r->role], where);
     }
     if (w == WT_TIMEOUT)
-        finish(j, KF_TIMEOUT, "candidate", "exceeded the judge's %.0f s budget (85%% of the task's time limit) %s", j->cfg->budget_s, where);
+        finish(j, KF_TIMEOUT, "candidate", "the candidate's call exceeded the judge's %.0f s budget (85%% of the task's time limit) %s", j->cfg->budget_s, where);
     if (w == WT_PROTO)
         finish(j, KF_REJECTED_CHEAT, "candidate", "wrote on the runner's reply channel %s (forged or "
                "malformed answer)", where);
