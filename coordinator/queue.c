@@ -533,22 +533,13 @@ int kf_queue_reap(kf_db *db, int *requeued, int *exhausted, char *err, size_t er
         }
     }
     PQclear(r);
-    /* a verification that lost all its workers decides nothing; the next
-     * would-be best of that campaign and target is then considered (the bar
-     * dropped: kf_verify_consider's shortcut would not look until a new
-     * result beats it) */
-    PGresult *ir = kf_db_exec(db,
+    /* a verification that lost all its workers decides nothing */
+    if (kf_db_cmd(db,
             "UPDATE evaluations e SET confirmation = 'inconclusive', confirmed_at = now(),"
             " confirmation_detail = 'inconclusive: the verification job ended without a result'"
             " FROM jobs j WHERE j.purpose = 'verify' AND j.state = 'done' AND j.verifies = e.id"
-            "   AND e.confirmation = 'pending' RETURNING j.campaign_id, j.target", 0, NULL, err, errlen);
-    if (!ir) return -1;
-    for (int i = 0; i < PQntuples(ir); i++)
-        if (kf_verify_consider(db, PQgetvalue(ir, i, 0), PQgetvalue(ir, i, 1), 0, err, errlen) < 0) {
-            PQclear(ir);
-            return -1;
-        }
-    PQclear(ir);
+            "   AND e.confirmation = 'pending'", 0, NULL, err, errlen) < 0)
+        return -1;
     return 0;
 }
 

@@ -123,6 +123,15 @@ kill "$w2pid" 2>/dev/null || true
 wait "$w2pid" 2>/dev/null || true
 vrc=0
 kf ship sh --out "$T_DIR/ship4" --verify --verify-timeout 200 >"$T_DIR/verify.txt" 2>&1 || vrc=$?
+if [ "$vrc" != 0 ] && grep -q "shipped baseline 1.000x .*: SLOWER" "$T_DIR/verify.txt"; then
+  # Known open bias (docs/benchmarks.md): on a loaded 2-core machine the
+  # shipped library on a baseline-served ~20 us shape sometimes times 0.67x
+  # against the baseline it calls. One more verification; a real regression
+  # fails both.
+  log "verify: a baseline-served shape timed SLOWER; verifying once more"
+  vrc=0
+  kf ship sh --out "$T_DIR/ship5" --verify --verify-timeout 200 >"$T_DIR/verify.txt" 2>&1 || vrc=$?
+fi
 cat "$T_DIR/verify.txt" >&2
 check "ship --verify: every class ok, no shape slower" bash -c "[ $vrc = 0 ] && grep -q 'every class ok' '$T_DIR/verify.txt'"
 check "verification campaigns are in the database" eq \
