@@ -13,6 +13,13 @@
 #include <stdio.h>
 #include <string.h>
 
+void kf_compare_tol(int dtype, const kf_tol *tol, double *rtol, double *atol)
+{
+    *rtol = tol ? tol->rtol : 0;
+    *atol = tol ? tol->atol : 0;
+    if (dtype == KF_I32 && (!tol || !tol->set)) *rtol = *atol = 0; /* integers: exact by default */
+}
+
 int kf_compare(const void *cand, const void *ref, int dtype, int64_t n, const kf_tol *tol,
                int allow_nonfinite, kf_compare_res *res)
 {
@@ -20,8 +27,8 @@ int kf_compare(const void *cand, const void *ref, int dtype, int64_t n, const kf
     res->n = n;
     res->first_bad = -1;
     res->max_abs_idx = -1;
-    double rtol = tol ? tol->rtol : 0, atol = tol ? tol->atol : 0;
-    if (dtype == KF_I32 && (!tol || !tol->set)) rtol = atol = 0; /* integers: exact by default */
+    double rtol, atol;
+    kf_compare_tol(dtype, tol, &rtol, &atol);
 
     /* Pass 1: scale and constancy. */
     double scale = 0, rmin = INFINITY, rmax = -INFINITY;
@@ -43,6 +50,10 @@ int kf_compare(const void *cand, const void *ref, int dtype, int64_t n, const kf
     }
     if (scale == 0) scale = 1;
     res->scale = scale;
+    res->rmin = rmin;
+    res->rmax = rmax;
+    res->c0 = c0;
+    res->cand_const = cand_const;
 
     /* Pass 2: the rule. */
     for (int64_t i = 0; i < n; i++) {
@@ -76,10 +87,21 @@ int kf_compare(const void *cand, const void *ref, int dtype, int64_t n, const kf
         }
     }
 
+    return kf_compare_conclude(res, dtype, tol, allow_nonfinite);
+}
+
+int kf_compare_conclude(kf_compare_res *res, int dtype, const kf_tol *tol, int allow_nonfinite)
+{
+    double rtol, atol;
+    kf_compare_tol(dtype, tol, &rtol, &atol);
+    double scale = res->scale, rmin = res->rmin, rmax = res->rmax, c0 = res->c0;
+    int64_t n = res->n;
+    res->trivial = 0;
+    res->ok = 0;
     /* Trivial output: constant candidate, non-constant reference. "Not
      * constant" means the reference spread exceeds what the tolerance would
      * call equal, so a genuinely constant reference (all ones) is fine. */
-    if (n > 1 && cand_const && rmax > rmin &&
+    if (n > 1 && res->cand_const && rmax > rmin &&
         (rmax - rmin) > atol * scale + rtol * fmax(fabs(rmax), fabs(rmin)))
         res->trivial = 1;
 

@@ -47,8 +47,23 @@ typedef struct {
     int64_t n_nonfinite;    /* candidate NaN/Inf where the reference is finite */
     int64_t ref_nonfinite;  /* reference NaN/Inf elements (task policy) */
     int trivial;            /* candidate constant, reference not */
+    /* pass-1 facts, kept so that a device-side reduction can hand them to
+     * kf_compare_conclude */
+    double rmin, rmax;      /* range of the finite reference values */
+    double c0;              /* candidate element 0 */
+    int cand_const;         /* every candidate element equals c0 */
     char reason[256];       /* one line when !ok */
 } kf_compare_res;
+
+/* Effective tolerance for dtype: tol's values, except integers compare
+ * exactly unless the task set a tolerance. */
+void kf_compare_tol(int dtype, const kf_tol *tol, double *rtol, double *atol);
+
+/* Given every counter of res filled by a pass over the data (n, n_bad,
+ * first_*, max_*, scale, n_nonfinite, ref_nonfinite, rmin, rmax, c0,
+ * cand_const), decide trivial and ok and write reason. Returns res->ok.
+ * kf_compare calls it; so does the cuda judge after its reduction. */
+int kf_compare_conclude(kf_compare_res *res, int dtype, const kf_tol *tol, int allow_nonfinite);
 
 /* Compare n elements of cand against ref, both of the given dtype, with tol.
  * Fills *res; returns res->ok. */

@@ -26,6 +26,7 @@
 #include <jansson.h>
 #include "kf_task.h"
 #include "gen.h"
+#include "compare.h"
 
 typedef struct kf_judge_dev kf_judge_dev; /* a backend's device state */
 
@@ -37,6 +38,12 @@ typedef struct {
     uint64_t dptr;       /* cuda: the judge's device address */
     uint64_t handle;     /* cuda: CUmemGenericAllocationHandle */
 } kf_jarena;
+
+/* Unwritten (poison) elements found by a backend's compare. */
+typedef struct {
+    int64_t cand, cand_first;  /* count in the candidate's output, first index (-1: none) */
+    int64_t ref, ref_first;    /* the same in the reference's */
+} kf_judge_poison;
 
 typedef struct {
     const char *name;          /* "cpu", "cuda" */
@@ -64,6 +71,19 @@ typedef struct {
      * Waits for queued work. cuda compares on the device. */
     int (*same)(kf_judge_dev *d, const kf_jarena *a, uint64_t aoff, const kf_jarena *b, uint64_t boff, uint64_t n,
                 uint64_t *first);
+    /* Compare n elements of dtype at coff of arena c (the candidate's
+     * output) with roff of arena r (the reference's) by compare.h's rule,
+     * and count poison (unwritten) elements on both sides. Fills *res
+     * (kf_compare_conclude applied; max_abs_idx may be -1) and *p. 0 or -1.
+     * cpu compares in place through the judge's mapping; cuda reduces on
+     * the device and copies back only the summary (issue 8: a 256 MiB
+     * output cost ~1 s on the host). */
+    int (*compare)(kf_judge_dev *d, const kf_jarena *c, uint64_t coff, const kf_jarena *r, uint64_t roff, int dtype,
+                   int64_t n, const kf_tol *tol, int allow_nonfinite, kf_compare_res *res, kf_judge_poison *p);
+    /* Bytes each arena should have so that short calls can be batched
+     * (several calls per doorbell, each on its own input set): cpu 64 MiB,
+     * cuda 1/24 of the device's memory up to 6 GiB. */
+    uint64_t (*batch_bytes)(kf_judge_dev *d);
     /* Wait until every put/copy/fill32/gen queued so far is done (before a
      * runner is rung). 0 or -1. */
     int (*sync)(kf_judge_dev *d);

@@ -205,6 +205,25 @@ static int cpu_same(kf_judge_dev *d, const kf_jarena *a, uint64_t aoff, const kf
     return 0;
 }
 
+static int cpu_compare(kf_judge_dev *d, const kf_jarena *c, uint64_t coff, const kf_jarena *r, uint64_t roff,
+                       int dtype, int64_t n, const kf_tol *tol, int allow_nonfinite, kf_compare_res *res,
+                       kf_judge_poison *p)
+{
+    uint64_t bytes = (uint64_t)n * kf_dtype_size(dtype);
+    if (n < 0 || !in_range(c, coff, bytes) || !in_range(r, roff, bytes)) return -1;
+    const char *cp = (const char *)c->host + coff, *rp = (const char *)r->host + roff;
+    p->cand = p->ref = 0;
+    p->cand_first = p->ref_first = -1;
+    for (int64_t i = 0; i < n; i++) {
+        if (kf_inputs_is_poison(cp, dtype, i) && !p->cand++) p->cand_first = i;
+        if (kf_inputs_is_poison(rp, dtype, i) && !p->ref++) p->ref_first = i;
+    }
+    kf_compare(cp, rp, dtype, n, tol, allow_nonfinite, res);
+    return 0;
+}
+
+static uint64_t cpu_batch_bytes(kf_judge_dev *d) { (void)d; return 64ull << 20; }
+
 static void cpu_fence(kf_judge_dev *d) { (void)d; }
 
 static void cpu_peaks(kf_judge_dev *d, int dtype, double *gbs, double *gflops)
@@ -237,6 +256,8 @@ const kf_judge_backend kf_judge_backend_cpu = {
     .fill32 = cpu_fill32,
     .gen = cpu_gen,
     .same = cpu_same,
+    .compare = cpu_compare,
+    .batch_bytes = cpu_batch_bytes,
     .sync = cpu_sync,
     .flush = cpu_flush,
     .fence = cpu_fence,

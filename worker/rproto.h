@@ -38,13 +38,15 @@
 #define KF_RP_MAGIC 0x6b667270u /* "kfrp" */
 #define KF_RP_MAX_T 8             /* tensors per side (= KF_MAX_TENSORS) */
 #define KF_RP_MAX_SIZES 8
+#define KF_RP_MAX_BATCH 4096      /* calls per doorbell */
 
 #define KF_RP_FD_CMD 3
 #define KF_RP_FD_REPLY 4
 #define KF_RP_FD_ARENA 5
 
 enum {
-    KF_RP_CALL = 1,   /* call kf_entry once with the layout in the command */
+    KF_RP_CALL = 1,   /* call kf_entry count times, call i on the layout shifted by
+                         i x stride (a batch: one doorbell, one answer) */
     KF_RP_NOOP = 2,   /* answer at once (cuda: after a device synchronize) */
     KF_RP_QUIT = 3,
     KF_RP_RESET = 4   /* cuda, trusted runners: reset persisting-L2 state, untimed */
@@ -78,6 +80,9 @@ typedef struct {
     uint64_t seq;                /* echoed in the reply */
     int32_t n_in, n_out, n_sizes;
     int32_t flags;               /* KF_RP_F_* */
+    int32_t count;               /* KF_RP_CALL, KF_RP_NOOP: calls in this batch (0 = 1) */
+    uint64_t stride;             /* bytes between the sets of a batch: call i uses every
+                                    offset below plus i x stride */
     kf_rp_tensor in[KF_RP_MAX_T], out[KF_RP_MAX_T];
     int64_t sizes[KF_RP_MAX_SIZES];
     uint64_t ws_offset, ws_bytes;

@@ -157,14 +157,28 @@ static int build_call(const kf_rp_cmd *c, char *base, uint64_t arena, kf_tensor 
     return 0;
 }
 
+/* Call k of a batch: every offset of c moved by k x stride. */
+static void shift_cmd(const kf_rp_cmd *c, int k, kf_rp_cmd *s)
+{
+    uint64_t sh = (uint64_t)k * c->stride;
+    *s = *c;
+    for (int i = 0; i < KF_RP_MAX_T; i++) {
+        s->in[i].offset += sh;
+        s->out[i].offset += sh;
+    }
+    s->ws_offset += sh;
+}
+
 #ifndef KF_RUNNER_CUDA
 /* cpu: the judge lays every tensor out so that it ends (64-byte rounded)
  * right before a page it never uses; make those pages PROT_NONE so an
  * overrun faults at once, inside the call that made it (case R1). Redone
  * only when the layout changes (a new shape). */
-static void guard_pages(const kf_rp_cmd *c, char *base, uint64_t arena, uint64_t *last_key)
+static void guard_pages(const kf_rp_cmd *c, int count, char *base, uint64_t arena, uint64_t *last_key)
 {
     uint64_t key = 1469598103934665603ull;
+    key = (key ^ (uint64_t)count) * 1099511628211ull;
+    key = (key ^ c->stride) * 1099511628211ull;
     for (int io = 0; io < 2; io++)
         for (int i = 0; i < (io ? c->n_out : c->n_in); i++) {
             const kf_rp_tensor *t = io ? &c->out[i] : &c->in[i];
@@ -181,7 +195,10 @@ static void guard_pages(const kf_rp_cmd *c, char *base, uint64_t arena, uint64_t
                                    : (io ? c->out[i].offset + tensor_bytes(&c->out[i])
                                          : c->in[i].offset + tensor_bytes(&c->in[i]));
             uint64_t g = (((end + 63) & ~63ull) + 4095) & ~4095ull;
-            if (g + 4096 <= arena) mprotect(base + g, 4096, PROT_NONE);
+            for (int k = 0; k < count; k++) {
+                uint64_t gk = g + (uint64_t)k * c->stride;
+                if (gk + 4096 <= arena) mprotect(base + gk, 4096, PROT_NONE);
+            }
         }
     }
 }
@@ -320,28 +337,50 @@ int main(int argc, char **argv)
 #ifdef KF_RUNNER_CUDA
             /* the smallest real call: one operation on the task stream, so
              * the GPU switches to this context and back as for a kernel */
-            cudaMemsetAsync(noop_buf, 0, 4, stream);
-            cudaDeviceSynchronize();
+            for (int k = 0; k < (c.count < 1 ? 1 : c.count) && k < KF_RP_MAX_BATCH; k++) {
+                cudaMemsetAsync(noop_buf, 0, 4, stream);
+                cudaDeviceSynchronize();
+            }
 #endif
             reply(KF_RP_DONE, c.seq, KF_RP_ST_OK, 0, 0, -1, 0, NULL);
             continue;
         }
+        /* a batch: count calls, call i on the sets shifted by i x stride,
+         * each finished (device synchronized) before the next; one answer */
+        int count = c.count < 1 ? 1 : c.count;
+        if (count > KF_RP_MAX_BATCH || (count > 1 && (!c.stride || c.stride > arena))) {
+            reply(KF_RP_DONE, c.seq, KF_RP_ST_SETUP_FAILED, 0, 0, -1, 0, "bad batch");
+            continue;
+        }
         kf_tensor tin[KF_RP_MAX_T], tout[KF_RP_MAX_T];
         kf_call call;
-        if (build_call(&c, base, arena, tin, tout, &call) != 0) {
+        int bad = 0;
+        for (int k = 0; k < count && !bad; k++) {
+            kf_rp_cmd s;
+            shift_cmd(&c, k, &s);
+            if (build_call(&s, base, arena, tin, tout, &call) != 0) bad = 1;
+        }
+        if (bad) {
             reply(KF_RP_DONE, c.seq, KF_RP_ST_SETUP_FAILED, 0, 0, -1, 0, "bad call layout");
             continue;
         }
 #ifdef KF_RUNNER_CUDA
-        call.stream = stream;
         if ((c.flags & KF_RP_F_KERNELS) && cupti_ok) {
             cuptiActivityFlushAll(1);
             g_kernels = 0;
         }
         double t0 = now_us();
-        int rc = fn(&call);
-        cudaError_t e = cudaDeviceSynchronize();
-        if (e == cudaSuccess) e = cudaGetLastError();
+        int rc = 0;
+        cudaError_t e = cudaSuccess;
+        for (int k = 0; k < count && !rc && e == cudaSuccess; k++) {
+            kf_rp_cmd s;
+            shift_cmd(&c, k, &s);
+            build_call(&s, base, arena, tin, tout, &call);
+            call.stream = stream;
+            rc = fn(&call);
+            e = cudaDeviceSynchronize();
+            if (e == cudaSuccess) e = cudaGetLastError();
+        }
         double t1 = now_us();
         int nk = -1;
         if ((c.flags & KF_RP_F_KERNELS) && cupti_ok) {
@@ -359,9 +398,15 @@ int main(int argc, char **argv)
         }
         reply(KF_RP_DONE, c.seq, KF_RP_ST_OK, rc, 0, nk, t1 - t0, NULL);
 #else
-        guard_pages(&c, base, arena, &guard_key);
+        guard_pages(&c, count, base, arena, &guard_key);
         double t0 = now_us();
-        int rc = fn(&call);
+        int rc = 0;
+        for (int k = 0; k < count && !rc; k++) {
+            kf_rp_cmd s;
+            shift_cmd(&c, k, &s);
+            build_call(&s, base, arena, tin, tout, &call);
+            rc = fn(&call);
+        }
         double t1 = now_us();
         reply(KF_RP_DONE, c.seq, KF_RP_ST_OK, rc, 0, -1, t1 - t0, NULL);
 #endif

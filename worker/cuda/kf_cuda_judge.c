@@ -29,6 +29,8 @@
 #include "judge.h"
 #include "confine.h"
 #include "sandbox.h"
+#include "inputs.h"
+#include <math.h>
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -203,6 +205,7 @@ struct kf_judge_dev {
     size_t flush_bytes;
     int salt;
     void *fence;
+    void *cmp;               /* 256 bytes: the comparison's summary */
     size_t gran;
     char devid[32];
 };
@@ -245,7 +248,8 @@ static int cuda_open(kf_judge_dev **out, int gpu, uint64_t llc, char *err, size_
     snprintf(d->devid, sizeof(d->devid), "%s", d->g.pci);
     d->flush_bytes = d->g.l2_bytes ? 2 * d->g.l2_bytes : (64u << 20);
     if (d->flush_bytes < (32u << 20)) d->flush_bytes = 32u << 20;
-    if ((e = cudaMalloc(&d->flush, d->flush_bytes)) != cudaSuccess || (e = cudaMalloc(&d->fence, 256)) != cudaSuccess) {
+    if ((e = cudaMalloc(&d->flush, d->flush_bytes)) != cudaSuccess || (e = cudaMalloc(&d->fence, 256)) != cudaSuccess ||
+        (e = cudaMalloc(&d->cmp, 256)) != cudaSuccess) {
         snprintf(err, cap, "flush buffer: %s", cudaGetErrorName(e));
         free(d);
         return -1;
@@ -396,6 +400,68 @@ static int cuda_same(kf_judge_dev *d, const kf_jarena *a, uint64_t aoff, const k
     return kf_cuda_gen_same(a->dptr + aoff, b->dptr + boff, n, d->fence, first, d->s);
 }
 
+typedef struct {
+    double scale, rmin, rmax, max_abs_err, max_rel_err;
+    int64_t ref_nonfinite, n_bad, first_bad, n_nonfinite;
+    int cand_const;
+    int64_t cand_poison, cand_poison_first, ref_poison, ref_poison_first;
+} kf_cuda_cmp_out; /* kf_cuda_gen.cu */
+int kf_cuda_gen_compare(uint64_t c, uint64_t r, int dtype, int64_t n, double rtol, double atol, int allow_nonfinite,
+                        void *scratch, kf_cuda_cmp_out *out, cudaStream_t s);
+
+static double elem_at(kf_judge_dev *d, const kf_jarena *a, uint64_t off, int dtype, int64_t i)
+{
+    unsigned char b[8] = {0};
+    size_t es = kf_dtype_size(dtype);
+    if (cuda_get(d, a, off + (uint64_t)i * es, b, es)) return NAN;
+    return kf_inputs_get(b, dtype, 0);
+}
+
+static int cuda_compare(kf_judge_dev *d, const kf_jarena *c, uint64_t coff, const kf_jarena *r, uint64_t roff,
+                        int dtype, int64_t n, const kf_tol *tol, int allow_nonfinite, kf_compare_res *res,
+                        kf_judge_poison *p)
+{
+    uint64_t bytes = (uint64_t)n * kf_dtype_size(dtype);
+    if (n < 0 || !in_range(c, coff, bytes) || !in_range(r, roff, bytes)) return -1;
+    double rtol, atol;
+    kf_compare_tol(dtype, tol, &rtol, &atol);
+    kf_cuda_cmp_out o;
+    if (kf_cuda_gen_compare(c->dptr + coff, r->dptr + roff, dtype, n, rtol, atol, allow_nonfinite, d->cmp, &o, d->s))
+        return -1;
+    memset(res, 0, sizeof(*res));
+    res->n = n;
+    res->n_bad = o.n_bad;
+    res->first_bad = o.first_bad;
+    res->max_abs_err = o.max_abs_err;
+    res->max_abs_idx = -1; /* not reduced on the device */
+    res->max_rel_err = o.max_rel_err;
+    res->scale = o.scale;
+    res->n_nonfinite = o.n_nonfinite;
+    res->ref_nonfinite = o.ref_nonfinite;
+    res->rmin = o.rmin;
+    res->rmax = o.rmax;
+    res->cand_const = o.cand_const;
+    res->c0 = n > 0 ? elem_at(d, c, coff, dtype, 0) : 0;
+    if (res->first_bad >= 0) {
+        res->first_cand = elem_at(d, c, coff, dtype, res->first_bad);
+        res->first_ref = elem_at(d, r, roff, dtype, res->first_bad);
+    }
+    p->cand = o.cand_poison;
+    p->cand_first = o.cand_poison_first;
+    p->ref = o.ref_poison;
+    p->ref_first = o.ref_poison_first;
+    kf_compare_conclude(res, dtype, tol, allow_nonfinite);
+    return 0;
+}
+
+/* 1/24 of the device's memory per arena (reference, baseline, candidate and
+ * the judge's master copy: 1/6 in all), at most 6 GiB */
+static uint64_t cuda_batch_bytes(kf_judge_dev *d)
+{
+    uint64_t b = d->g.memory_bytes / 24;
+    return b > (6ull << 30) ? (6ull << 30) : b;
+}
+
 static void cuda_flush(kf_judge_dev *d, const kf_jarena *a, uint64_t bytes)
 {
     (void)a;
@@ -451,6 +517,8 @@ static const kf_judge_backend cuda_backend = {
     .fill32 = cuda_fill32,
     .gen = cuda_gen,
     .same = cuda_same,
+    .compare = cuda_compare,
+    .batch_bytes = cuda_batch_bytes,
     .sync = cuda_sync,
     .flush = cuda_flush,
     .fence = cuda_fence,

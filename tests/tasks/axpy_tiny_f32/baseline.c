@@ -1,0 +1,11 @@
+/* Test task baseline: plain loop. */
+#include "kf_abi.h"
+
+int kf_entry(const kf_call *call)
+{
+    const int64_t N = call->sizes[0];
+    const float *x = call->inputs[0].data, *y = call->inputs[1].data;
+    float *z = call->outputs[0].data;
+    for (int64_t i = 0; i < N; i++) z[i] = 2.0f * x[i] + y[i];
+    return 0;
+}
