@@ -137,6 +137,7 @@ typedef struct {
     kf_judge_dev *dev;
     int fd;
     double t_start, deadline;
+    double prep_s, call_s, check_s; /* timing phase: inputs + flush, doorbells (both sides), checks */
     runner r[3];
     uint64_t arena_bytes;
     kf_jarena master;        /* the judge's private copy of the current timed call's inputs */
@@ -1385,22 +1386,29 @@ static void timing(judge *j)
             double tb = 0, tc = 0;
             for (int side = 0; side < 2; side++) {
                 int is_c = side == 0 ? cand_first : !cand_first;
+                double q0 = kf_util_now_s(), q1;
                 if (is_c) {
                     prep_inputs(j, C, &L, b, rep_i, kb);
                     j->be->flush(j->dev, &C->arena, L.total * (uint64_t)kb);
                     idle_check(j, where);
+                    q1 = kf_util_now_s();
                     tc = call(j, C, &L, kb, 0, where, &rep);
                 } else {
                     prep_inputs(j, B, &L, b, rep_i, kb);
                     reset_runner(j, B, where);
                     j->be->flush(j->dev, &B->arena, L.total * (uint64_t)kb);
                     idle_check(j, where);
+                    q1 = kf_util_now_s();
                     tb = call(j, B, &L, kb, 0, where, &rep);
                     idle_check(j, where);
                 }
+                double q2 = kf_util_now_s();
+                j->prep_s += q1 - q0;
+                j->call_s += q2 - q1;
                 if (is_c && check) {
                     check_call(j, &L, b, rep_i, kb, where);
                     checked += kb;
+                    j->check_s += kf_util_now_s() - q2;
                 }
             }
             /* per call: the batch's time over its calls */
@@ -1493,6 +1501,10 @@ static void timing(judge *j)
         lc += w * log(cs.median);
         lb += w * log(bs.median);
     }
+    /* where the timed loops' wall time went (warm-up excluded) */
+    json_object_set_new(tj, "loop_prep_s", json_real(j->prep_s));
+    json_object_set_new(tj, "loop_calls_s", json_real(j->call_s));
+    json_object_set_new(tj, "loop_checks_s", json_real(j->check_s));
     if (noisy) json_array_append_new(flags, json_string("noisy"));
     if (truncated) json_array_append_new(flags, json_string("timing_truncated"));
     if (at_floor) json_array_append_new(flags, json_string("at_roofline_floor"));

@@ -1,7 +1,9 @@
 // CASE C6 cached_kernel: remembers its answer per input pointer and replays it with a copy
 // kernel (so it always launches a kernel on the task stream). Validation uses fresh buffers;
 // the timed loop reuses buffers with changed inputs, so the replayed answer is stale.
-// expect: incorrect (validation) or rejected_cheat (timed-output check)
+// expect: incorrect (validation) or rejected_cheat (timed-output check); ok at its honest cost
+// (speedup <= 1.5) when calls rotate over several input sets (batches): the pointer then
+// never repeats back to back. cached_kernel_table is the variant that hits there too.
 #include "kf_abi.h"
 #include <cuda_runtime.h>
 __global__ void axpy(const float *x, const float *y, float *o, long long n)
