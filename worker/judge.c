@@ -99,6 +99,7 @@
 #define KF_SKIP_ESCAPE 0.01         /* chance that a median moved by skipped calls escapes every check */
 #define HOST_GEN_MAX (1 << 20)       /* validation inputs up to this many elements are generated on the host */
 #define KF_BATCH_OV 20.0             /* a batch lasts at least this many doorbell round trips */
+#define KF_CHECK_SETS 4              /* calls checked in a checked batch (the last one and three drawn) */
 
 enum { R_REF = 0, R_BASE = 1, R_CAND = 2 };
 static const char *const role_name[3] = {"reference", "baseline", "candidate"};
@@ -837,13 +838,18 @@ static void snap_outputs(judge *j, const layout *L)
 
 /* Work left running after the answer: LATE_CHECK_MS later, the candidate's
  * outputs must still equal the snapshot (compared where they lie). */
-static void late_check(judge *j, const layout *L, int count, const char *where)
+static void late_check(judge *j, const layout *L, const int *sets, int nsets, double snap_t, const char *where)
 {
     if (j->r[R_CAND].frozen) return;
-    struct timespec ts = {0, LATE_CHECK_MS * 1000000L};
-    nanosleep(&ts, NULL);
-    for (int k = 0; k < count; k++)
+    /* LATE_CHECK_MS after the snapshot (what the judge did since counts) */
+    double wait_s = snap_t + LATE_CHECK_MS * 1e-3 - kf_util_now_s();
+    if (wait_s > 0) {
+        struct timespec ts = {0, (long)(wait_s * 1e9)};
+        nanosleep(&ts, NULL);
+    }
+    for (int q = 0; q < nsets; q++)
     for (int o = 0; o < j->t->n_outputs; o++) {
+        int k = sets[q];
         uint64_t off = L->out_off[o] + (uint64_t)k * L->total;
         uint64_t first = 0;
         int same = j->be->same(j->dev, &j->r[R_CAND].arena, off, &j->master, off, L->out_bytes[o], &first);
@@ -852,7 +858,7 @@ static void late_check(judge *j, const layout *L, int count, const char *where)
             finish(j, KF_REJECTED_CHEAT, "candidate", "output '%s' changed after kf_entry returned (element %llu%s%.0d) "
                    "%s: work was left running after return", j->t->outputs[o].name,
                    (unsigned long long)(first / kf_dtype_size(j->t->outputs[o].dtype)),
-                   count > 1 ? " of the batch's call " : "", count > 1 ? k + 1 : 0, where);
+                   nsets > 1 || k > 0 ? " of the batch's call " : "", nsets > 1 || k > 0 ? k + 1 : 0, where);
     }
 }
 
@@ -1010,7 +1016,8 @@ static void validate(judge *j)
             double us = call(j, C, &L, 1, KF_RP_F_KERNELS, where, &rep);
             int64_t c1 = j->cand_mark;
             snap_outputs(j, &L);
-            late_check(j, &L, 1, where);
+            static const int set0[1] = {0};
+            late_check(j, &L, set0, 1, kf_util_now_s(), where);
             idle_check(j, where);
             check_inputs(j, &L, host, gen, where);
             json_t *rec = json_object();
@@ -1151,34 +1158,54 @@ static double noop_rtt(judge *j, runner *r)
 }
 
 /* Check the candidate's last batch (count calls on the inputs generated
- * for rep of benchmark shape b): every call's inputs unchanged, its outputs
- * equal the reference's on the same inputs, nothing written after it
- * answered. */
-static void check_call(judge *j, const layout *L, int b, int rep, int count, const char *where)
+ * for rep of benchmark shape b): the calls checked -- all of them up to
+ * KF_CHECK_SETS, else the last one and KF_CHECK_SETS - 1 others drawn from
+ * the secret's check stream -- must have their inputs unchanged, outputs
+ * equal to the reference's on the same inputs, and nothing written after
+ * the candidate answered. A candidate that skips a fraction f of a batch's
+ * calls is caught by one checked batch with probability about
+ * 1 - (1-f)^KF_CHECK_SETS, and checked batches are drawn per shape (timing()).
+ * Returns the number of calls checked. */
+static int check_call(judge *j, const layout *L, int b, int rep, int count, const char *where)
 {
     runner *R = &j->r[R_REF];
     kf_rp_reply rr;
     char w2[320];
-    for (int k = 0; k < count; k++) {
-        layout S = layout_at(L, k);
+    int sets[KF_CHECK_SETS], ns = 0;
+    if (count <= KF_CHECK_SETS) {
+        for (int k = 0; k < count; k++) sets[ns++] = k;
+    } else {
+        sets[ns++] = count - 1; /* the last call of the batch, always */
+        while (ns < KF_CHECK_SETS) {
+            int k = (int)(kf_inputs_rng_uniform(&j->chkrng) * (count - 1));
+            int dup = 0;
+            for (int q = 0; q < ns; q++) dup |= sets[q] == k;
+            if (!dup && k < count - 1) sets[ns++] = k;
+        }
+    }
+    for (int q = 0; q < ns; q++) {
+        layout S = layout_at(L, sets[q]);
         snap_outputs(j, &S);
     }
-    for (int k = 0; k < count; k++) {
-        layout S = layout_at(L, k);
-        snprintf(w2, sizeof(w2), "%s%s%.0d", where, count > 1 ? ", call of the batch " : "", count > 1 ? k + 1 : 0);
+    double snap_t = kf_util_now_s();
+    for (int q = 0; q < ns; q++) {
+        layout S = layout_at(L, sets[q]);
+        snprintf(w2, sizeof(w2), "%s%s%.0d", where, count > 1 ? ", call of the batch " : "", count > 1 ? sets[q] + 1 : 0);
         check_inputs_timed(j, &S, w2);
     }
+    /* the reference runs the whole batch on the same inputs (one doorbell) */
     prep_inputs(j, R, L, b, rep, count);
     call(j, R, L, count, 0, where, &rr);
-    late_check(j, L, count, where);
+    late_check(j, L, sets, ns, snap_t, where);
     idle_check(j, where);
-    for (int k = 0; k < count; k++) {
-        layout S = layout_at(L, k);
-        snprintf(w2, sizeof(w2), "%s%s%.0d", where, count > 1 ? ", call of the batch " : "", count > 1 ? k + 1 : 0);
+    for (int q = 0; q < ns; q++) {
+        layout S = layout_at(L, sets[q]);
+        snprintf(w2, sizeof(w2), "%s%s%.0d", where, count > 1 ? ", call of the batch " : "", count > 1 ? sets[q] + 1 : 0);
         json_t *rec = json_object();
         judge_outputs(j, &S, w2, rec);
         json_decref(rec);
     }
+    return ns;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -1406,8 +1433,7 @@ static void timing(judge *j)
                 j->prep_s += q1 - q0;
                 j->call_s += q2 - q1;
                 if (is_c && check) {
-                    check_call(j, &L, b, rep_i, kb, where);
-                    checked += kb;
+                    checked += check_call(j, &L, b, rep_i, kb, where);
                     j->check_s += kf_util_now_s() - q2;
                 }
             }

@@ -94,6 +94,7 @@ typedef struct {
     unsigned long long scale_bits, rmin_key, rmax_key, ref_nonfinite, notconst;
     unsigned long long cand_poison, cand_poison_first, ref_poison, ref_poison_first;
     unsigned long long n_bad, first_bad, maxabs_bits, maxrel_bits, n_nonfinite;
+    double c0;                   /* the candidate's element 0, as compared */
 } kf_cuda_cmp_sum;
 
 /* order-preserving key of a double (min/max of keys = min/max of values) */
@@ -138,6 +139,7 @@ __global__ void kf_cuda_cmp1(const void *c, const void *r, int dtype, int64_t n,
     unsigned long long scale = 0, kmin = ~0ull, kmax = 0, rnf = 0, notc = 0, cp = 0, cpf = ~0ull, rp = 0, rpf = ~0ull;
     int pz;
     double c0 = n > 0 ? load_d(c, dtype, 0, &pz) : 0;
+    if (blockIdx.x == 0 && threadIdx.x == 0) s->c0 = c0;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         int pc, pr;
         double cv = load_d(c, dtype, i, &pc), rv = load_d(r, dtype, i, &pr);
@@ -219,7 +221,7 @@ static double from_key(unsigned long long k)
 
 /* Host side of the comparison: what the two passes found. */
 typedef struct {
-    double scale, rmin, rmax, max_abs_err, max_rel_err;
+    double scale, rmin, rmax, max_abs_err, max_rel_err, c0;
     int64_t ref_nonfinite, n_bad, first_bad, n_nonfinite;
     int cand_const;
     int64_t cand_poison, cand_poison_first, ref_poison, ref_poison_first;
@@ -257,6 +259,7 @@ extern "C" int kf_cuda_gen_compare(uint64_t c, uint64_t r, int dtype, int64_t n,
     out->first_bad = h.n_bad ? (int64_t)h.first_bad : -1;
     out->n_nonfinite = (int64_t)h.n_nonfinite;
     out->cand_const = !h.notconst;
+    out->c0 = h.c0;
     out->cand_poison = (int64_t)h.cand_poison;
     out->cand_poison_first = h.cand_poison ? (int64_t)h.cand_poison_first : -1;
     out->ref_poison = (int64_t)h.ref_poison;

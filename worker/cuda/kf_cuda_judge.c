@@ -401,7 +401,7 @@ static int cuda_same(kf_judge_dev *d, const kf_jarena *a, uint64_t aoff, const k
 }
 
 typedef struct {
-    double scale, rmin, rmax, max_abs_err, max_rel_err;
+    double scale, rmin, rmax, max_abs_err, max_rel_err, c0;
     int64_t ref_nonfinite, n_bad, first_bad, n_nonfinite;
     int cand_const;
     int64_t cand_poison, cand_poison_first, ref_poison, ref_poison_first;
@@ -441,7 +441,7 @@ static int cuda_compare(kf_judge_dev *d, const kf_jarena *c, uint64_t coff, cons
     res->rmin = o.rmin;
     res->rmax = o.rmax;
     res->cand_const = o.cand_const;
-    res->c0 = n > 0 ? elem_at(d, c, coff, dtype, 0) : 0;
+    res->c0 = o.c0;
     if (res->first_bad >= 0) {
         res->first_cand = elem_at(d, c, coff, dtype, res->first_bad);
         res->first_ref = elem_at(d, r, roff, dtype, res->first_bad);
