@@ -910,48 +910,41 @@ static void judge_outputs(judge *j, const layout *L, const char *where, json_t *
     }
 }
 
-/* Inputs in the candidate's arena must equal what was written. Tensor i
- * generated on the host: expect[i] holds it (compared after a copy back).
- * Generated in place (expect[i] NULL): gen[i] is regenerated into the
- * reference's arena (its outputs were already read) and compared there, on
- * the device for cuda. */
+/* Input i of the candidate (layout L) must equal the same range of arena
+ * `expect` (compared by the backend: on the device for cuda); else the
+ * candidate modified its input: incorrect, with the first changed element. */
+static void input_unchanged(judge *j, const layout *L, int i, const kf_jarena *expect, const char *where)
+{
+    runner *C = &j->r[R_CAND];
+    uint64_t first = 0;
+    int same = j->be->same(j->dev, &C->arena, L->in_off[i], expect, L->in_off[i], L->in_bytes[i], &first);
+    if (same < 0) io_fail(j, "compare inputs");
+    if (same) return;
+    const kf_tensor_spec *ts = &j->t->inputs[i];
+    size_t es = kf_dtype_size(ts->dtype);
+    uint64_t idx = first / es;
+    unsigned char was[8] = {0}, is[8] = {0};
+    if (j->be->get(j->dev, expect, L->in_off[i] + idx * es, was, es) ||
+        j->be->get(j->dev, &C->arena, L->in_off[i] + idx * es, is, es))
+        io_fail(j, "read inputs");
+    finish(j, KF_INCORRECT, "candidate", "candidate modified input '%s' (element %llu: was %.9g, now %.9g) %s",
+           ts->name, (unsigned long long)idx, kf_inputs_get(was, ts->dtype, 0), kf_inputs_get(is, ts->dtype, 0),
+           where);
+}
+
+/* Inputs in the candidate's arena must equal what was written: tensor i is
+ * written again into the reference's arena (its outputs were already
+ * compared or are not read again) -- expect[i] when it was generated on the
+ * host, else regenerated from gen[i] -- and compared there (on the device
+ * for cuda). */
 static void check_inputs(judge *j, const layout *L, void **expect, const kf_gen_spec *gen, const char *where)
 {
-    runner *C = &j->r[R_CAND], *R = &j->r[R_REF];
+    runner *R = &j->r[R_REF];
     for (int i = 0; i < j->t->n_inputs; i++) {
-        const kf_tensor_spec *ts = &j->t->inputs[i];
-        size_t es = kf_dtype_size(ts->dtype);
-        if (!expect[i]) {
-            uint64_t first = 0;
-            if (j->be->gen(j->dev, &R->arena, L->in_off[i], &gen[i], L->in_n[i])) io_fail(j, "generate inputs");
-            int same = j->be->same(j->dev, &C->arena, L->in_off[i], &R->arena, L->in_off[i], L->in_bytes[i], &first);
-            if (same < 0) io_fail(j, "compare inputs");
-            if (same) continue;
-            uint64_t idx = first / es;
-            unsigned char was[8] = {0}, is[8] = {0};
-            if (j->be->get(j->dev, &R->arena, L->in_off[i] + idx * es, was, es) ||
-                j->be->get(j->dev, &C->arena, L->in_off[i] + idx * es, is, es))
-                io_fail(j, "read inputs");
-            finish(j, KF_INCORRECT, "candidate", "candidate modified input '%s' (element %llu: was %.9g, now %.9g) %s",
-                   ts->name, (unsigned long long)idx, kf_inputs_get(was, ts->dtype, 0),
-                   kf_inputs_get(is, ts->dtype, 0), where);
-        }
-        void *now = malloc(L->in_bytes[i] ? L->in_bytes[i] : 1);
-        if (!now || j->be->get(j->dev, &C->arena, L->in_off[i], now, L->in_bytes[i])) io_fail(j, "read inputs");
-        if (memcmp(now, expect[i], L->in_bytes[i])) {
-            int64_t idx = 0;
-            const unsigned char *x = expect[i], *y = now;
-            for (uint64_t k = 0; k < L->in_bytes[i]; k++)
-                if (x[k] != y[k]) {
-                    idx = (int64_t)(k / es);
-                    break;
-                }
-            double was = kf_inputs_get(expect[i], ts->dtype, idx), is = kf_inputs_get(now, ts->dtype, idx);
-            free(now);
-            finish(j, KF_INCORRECT, "candidate", "candidate modified input '%s' (element %lld: was %.9g, now %.9g) %s",
-                   ts->name, (long long)idx, was, is, where);
-        }
-        free(now);
+        int e = expect[i] ? j->be->put(j->dev, &R->arena, L->in_off[i], expect[i], L->in_bytes[i])
+                          : j->be->gen(j->dev, &R->arena, L->in_off[i], &gen[i], L->in_n[i]);
+        if (e) io_fail(j, "write inputs");
+        input_unchanged(j, L, i, &R->arena, where);
     }
 }
 
@@ -1110,28 +1103,10 @@ static void prep_inputs(judge *j, runner *r, const layout *L, int b, int rep, in
 }
 
 /* On a checked timed call: the candidate's inputs must still be what the
- * judge generated: compared with the judge's master copy (on the device for
- * cuda). */
+ * judge generated, compared with the judge's master copy. */
 static void check_inputs_timed(judge *j, const layout *L, const char *where)
 {
-    runner *C = &j->r[R_CAND];
-    kf_jarena *M = &j->master;
-    for (int i = 0; i < j->t->n_inputs; i++) {
-        uint64_t first = 0;
-        int same = j->be->same(j->dev, &C->arena, L->in_off[i], M, L->in_off[i], L->in_bytes[i], &first);
-        if (same < 0) io_fail(j, "compare inputs");
-        if (same) continue;
-        const kf_tensor_spec *ts = &j->t->inputs[i];
-        size_t es = kf_dtype_size(ts->dtype);
-        uint64_t idx = first / es;
-        unsigned char was[8] = {0}, is[8] = {0};
-        if (j->be->get(j->dev, M, L->in_off[i] + idx * es, was, es) ||
-            j->be->get(j->dev, &C->arena, L->in_off[i] + idx * es, is, es))
-            io_fail(j, "read inputs");
-        finish(j, KF_INCORRECT, "candidate", "candidate modified input '%s' (element %llu: was %.9g, now %.9g) %s",
-               ts->name, (unsigned long long)idx, kf_inputs_get(was, ts->dtype, 0), kf_inputs_get(is, ts->dtype, 0),
-               where);
-    }
+    for (int i = 0; i < j->t->n_inputs; i++) input_unchanged(j, L, i, &j->master, where);
 }
 
 /* One empty doorbell on runner r (judge-clock µs): the fixed cost of a
