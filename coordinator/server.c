@@ -938,6 +938,18 @@ static void handle(kf_server *s, const uint8_t *msg, size_t len)
             break;
         case KFARM__REQUEST__MSG_RESULT:
             on_result(s, req->result, &rep, dbuf, sizeof(dbuf));
+            /* the result may carry the worker's next GetJob: answered in the
+             * same reply (one round trip less per job); the reply's status
+             * stays the result's, `job` is the next lease when one was granted */
+            if (req->result->next && req->result->next->worker_id &&
+                strcmp(req->result->next->worker_id, f.id) == 0 &&
+                (rep.status == KFARM__STATUS__OK || rep.status == KFARM__STATUS__DUPLICATE ||
+                 rep.status == KFARM__STATUS__STALE)) {
+                Kfarm__Reply nrep = KFARM__REPLY__INIT;
+                char nbuf[512];
+                on_get_job(s, req->result->next, &nrep, &payload, &lease, nbuf, sizeof(nbuf));
+                if (nrep.status == KFARM__STATUS__OK && nrep.job) rep.job = nrep.job;
+            }
             break;
         case KFARM__REQUEST__MSG_GOODBYE: {
             const char *pg[2] = { f.id, who.instance };

@@ -360,7 +360,11 @@ static void run_job(daemon_cfg *c, held_job *j, const char *backend, kf_eval_res
 }
 
 /* Send the result until acknowledged. Returns 0 when stored/duplicate/stale. */
-static int send_result(daemon_cfg *c, const Kfarm__Job *job, const kf_eval_res *res)
+/* Send a job's result until it is stored or refused for good. With next
+ * (the worker wants another job and holds none ahead), the request carries
+ * GetJob gj and a job granted in the reply is adopted into *next. */
+static int send_result(daemon_cfg *c, const Kfarm__Job *job, const kf_eval_res *res, Kfarm__GetJob *gj,
+                       held_job *next)
 {
     Kfarm__Result r = KFARM__RESULT__INIT;
     r.worker_id = c->worker_id;
@@ -376,6 +380,7 @@ static int send_result(daemon_cfg *c, const Kfarm__Job *job, const kf_eval_res *
     r.candidate_us = res->candidate_us;
     r.baseline_us = res->baseline_us;
     r.speedup = res->speedup;
+    if (next && gj) r.next = gj;
     Kfarm__Request req = KFARM__REQUEST__INIT;
     req.msg_case = KFARM__REQUEST__MSG_RESULT;
     req.result = &r;
@@ -389,7 +394,14 @@ static int send_result(daemon_cfg *c, const Kfarm__Job *job, const kf_eval_res *
                        s == KFARM__STATUS__STALE ? "refused as stale" : "not stored",
                        rep->detail ? rep->detail : "");
             if (s == KFARM__STATUS__CONFLICT) identity_conflict(c, rep);
-            kfarm__reply__free_unpacked(rep, NULL);
+            if (next && r.next && rep->job &&
+                (s == KFARM__STATUS__OK || s == KFARM__STATUS__DUPLICATE || s == KFARM__STATUS__STALE)) {
+                memset(next, 0, sizeof(*next));
+                next->rep = rep; /* owns the job */
+                next->job = rep->job;
+            } else {
+                kfarm__reply__free_unpacked(rep, NULL);
+            }
             if (s == KFARM__STATUS__OK || s == KFARM__STATUS__DUPLICATE || s == KFARM__STATUS__STALE ||
                 s == KFARM__STATUS__REJECTED || s == KFARM__STATUS__CONFLICT)
                 return 0;
@@ -699,7 +711,9 @@ int kf_daemon_main(int argc, char **argv)
         if (!cur.lost) {
             logmsg("job %llu: %s%s%s (speedup %.3f)", (unsigned long long)job->job_id,
                    kf_verdict_name(res.verdict), res.detail[0] ? ": " : "", res.detail, res.speedup);
-            send_result(&c, job, &res);
+            /* ask for the next job in the same round trip when none is held ahead */
+            int more = !g_stop && !next.rep && (c.max_jobs == 0 || done + 1 < c.max_jobs);
+            send_result(&c, job, &res, more ? &gj : NULL, more ? &next : NULL);
         }
         kf_eval_res_free(&res);
         kfarm__reply__free_unpacked(cur.rep, NULL);

@@ -356,6 +356,39 @@ int main(void)
              (unsigned long long)job_id);
     CHECK(q1(db, sql) == 1, "stored exactly once");
 
+    /* A Result carrying the next GetJob: the reply's status is the result's,
+     * its job the next lease (one round trip less per job); a GetJob that
+     * names another worker gets nothing. */
+    {
+        char *ncls[1] = { "cpu" };
+        Kfarm__GetJob nj = KFARM__GET_JOB__INIT;
+        nj.worker_id = "fake-2";
+        nj.n_classes = 1;
+        nj.classes = ncls;
+        res.next = &nj;
+        rep = call(&w1, &req);
+        CHECK(rep && rep->status == KFARM__STATUS__DUPLICATE && !rep->job,
+              "a next GetJob naming another worker gets no job");
+        if (rep) kfarm__reply__free_unpacked(rep, NULL);
+        long queued = q1(db, "SELECT count(*) FROM jobs WHERE state = 'queued'");
+        nj.worker_id = "fake-1";
+        rep = call(&w1, &req);
+        CHECK(rep && rep->status == KFARM__STATUS__DUPLICATE, "result with next: status is the result's");
+        CHECK(rep && (queued > 0) == (rep->job != NULL), "result with next: a job exactly when one is queued (%ld)",
+              queued);
+        if (rep && rep->job) {
+            snprintf(sql, sizeof(sql), "SELECT count(*) FROM jobs WHERE id = %llu AND state = 'leased' AND "
+                     "worker_id = 'fake-1'", (unsigned long long)rep->job->job_id);
+            CHECK(q1(db, sql) == 1, "the next job is leased to the sender");
+            /* give it back so the rest of the test sees the queue as before */
+            snprintf(sql, sizeof(sql), "UPDATE jobs SET state = 'queued', worker_id = NULL WHERE id = %llu",
+                     (unsigned long long)rep->job->job_id);
+            kf_db_cmd(db, sql, 0, NULL, err, sizeof(err));
+        }
+        if (rep) kfarm__reply__free_unpacked(rep, NULL);
+        res.next = NULL;
+    }
+
     /* Hostile input. */
     uint8_t *g = NULL;
     size_t gl = 0;

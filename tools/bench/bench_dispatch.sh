@@ -15,6 +15,9 @@
 #   BUILD=build-bench      build folder (configured here when it has no cache)
 #   KFARM_DEVDB_DIR=/tmp/kfdispatch-db  the private PostgreSQL cluster
 #   KEEP_DB=1              leave the cluster running at the end
+#   PIGGYBACK=1            loadgen's Results carry the next GetJob (2 messages
+#                          per job instead of 3; default 0)
+#   SYSTEMS="kfarm graphile"  which systems to run (default both)
 #
 # What it does:
 # 1. builds loadgen, kfarm-coordinator and kfarm (RelWithDebInfo, CUDA off,
@@ -108,7 +111,7 @@ run_kfarm() { # N RUN
   grep -q "coordinator started" "$log" || { echo "coordinator did not start (log: $log)"; tail -5 "$log"; stop_coordinator; return 1; }
   local rc=0
   KFARM_DB=$db "$build/tools/bench/loadgen" --coordinator "$addr" --workers "$n" \
-    --duration "$duration" --queue "$queue" || rc=$?
+    --duration "$duration" --queue "$queue" --piggyback "${PIGGYBACK:-0}" || rc=$?
   cpu=$(awk -v t="$clk" '{printf "%.2f", ($14 + $15) / t}' "/proc/$coord_pid/stat" 2>/dev/null || echo 0)
   echo "RESULT coordinator workers=$n run=$r cpu_s=$cpu"
   stop_coordinator
@@ -135,13 +138,14 @@ status=0
   echo "postgres: $(psql "$conn" -tAc 'SHOW server_version' 2>/dev/null || echo '?') (devdb: fsync on, unix socket)"
   echo "node:     $(node --version), graphile-worker $(node -p 'require("./tools/bench/graphile/node_modules/graphile-worker/package.json").version')"
   echo "commit:   $(git rev-parse --short HEAD 2>/dev/null || echo ?)"
-  echo "settings: WORKERS='$workers_list' RUNS=$runs DURATION=$duration QUEUE=$queue GRAPHILE_QUEUE=$gqueue"
+  echo "settings: WORKERS='$workers_list' RUNS=$runs DURATION=$duration QUEUE=$queue GRAPHILE_QUEUE=$gqueue PIGGYBACK=${PIGGYBACK:-0}"
   rc=0
   for n in $workers_list; do
     for r in $(seq "$runs"); do
       echo
       echo "== workers=$n run=$r: kernelfarm (load $(cut -d' ' -f1 /proc/loadavg))"
       run_kfarm "$n" "$r" || rc=1
+      [[ " ${SYSTEMS:-kfarm graphile} " == *" graphile "* ]] || continue
       echo "== workers=$n run=$r: graphile-worker"
       run_graphile "$n" "$r" || rc=1
       echo "== workers=$n run=$r: graphile-worker, batched"

@@ -2,7 +2,7 @@
  * loadgen.c -- N simulated workers against a real, running kfarm-coordinator.
  *
  *   loadgen --coordinator ADDR --workers N [--duration S] [--jobs J]
- *           [--queue M] [--heartbeats K] [--procs P] [--poll-ms MS]
+ *           [--queue M] [--heartbeats K] [--piggyback 0|1] [--procs P] [--poll-ms MS]
  *           [--timeout-ms MS] [--warmup S|auto] [--warmup-max S]
  *           [--drain-s S] [--prefix NAME] [--task DIR]
  *   (database: $KFARM_DB, the coordinator's; migrated here if needed)
@@ -155,6 +155,7 @@ typedef struct {
 struct lg {
     const char *addr;
     int workers, procs, heartbeats, poll_ms, timeout_ms;
+    int piggyback;       /* each Result carries the next GetJob */
     double duration_s, drain_s;
     long job_limit;
     char prefix[64];
@@ -280,6 +281,12 @@ static int send_call(driver *d, int i)
         r.candidate_us = 100;
         r.baseline_us = 100;
         r.speedup = 1.0;
+        if (d->g->piggyback && atomic_load(&d->g->phase) == PH_MEASURE) {
+            gj.worker_id = s->cl.id;
+            gj.n_classes = 1;
+            gj.classes = cls;
+            r.next = &gj;
+        }
         req.msg_case = KFARM__REQUEST__MSG_RESULT;
         req.result = &r;
         break;
@@ -436,6 +443,12 @@ static int on_reply(driver *d, int i, Kfarm__Reply *rep, int x, int64_t lat_ns)
             drop_job(s);
             s->call = x == KFARM__STATUS__CONFLICT ? C_REGISTER : C_GETJOB;
             s->wake_ns = 0;
+            if (rep && rep->job && x != KFARM__STATUS__CONFLICT) { /* the next job came with the reply */
+                s->job = rep;
+                rep = NULL;
+                s->hb_left = g->heartbeats;
+                s->call = s->hb_left > 0 ? C_HEARTBEAT : C_RESULT;
+            }
         } else if (x == X_TIMEOUT) {
             s->wake_ns = 0; /* resend (sealed anew), as the worker does */
         } else {
@@ -740,7 +753,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: loadgen --coordinator ADDR --workers N [--duration S] [--jobs J] [--queue M]\n"
-        "               [--heartbeats K] [--procs P] [--poll-ms MS] [--timeout-ms MS]\n"
+        "               [--heartbeats K] [--piggyback 0|1] [--procs P] [--poll-ms MS] [--timeout-ms MS]\n"
         "               [--warmup S|auto] [--warmup-max S] [--min-rounds R] [--drain-s S]\n"
         "               [--prefix NAME]\n"
         "               [--task DIR]\n"
@@ -749,6 +762,7 @@ static void usage(FILE *f)
         "  --jobs J         stop once J results are acknowledged (default: M)\n"
         "  --queue M        jobs queued before the run (default 20000; 0: none, use what is queued)\n"
         "  --heartbeats K   heartbeats per job between GetJob and Result (default 1)\n"
+        "  --piggyback 0|1  each Result carries the next GetJob (default 0)\n"
         "  --procs P        driving processes, one thread each (default: one per %d workers;\n"
         "                   nanomsg allows 512 sockets per process)\n"
         "  --poll-ms MS     wait after NO_JOB (default 500, as kfarm-worker)\n"
@@ -807,6 +821,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--jobs") && arg_num(v, 1, 1e12, &x) == 0) g->job_limit = (long)x;
         else if (!strcmp(a, "--queue") && arg_num(v, 0, 1e8, &x) == 0) queue = (long)x;
         else if (!strcmp(a, "--heartbeats") && arg_num(v, 0, 1000, &x) == 0) g->heartbeats = (int)x;
+        else if (!strcmp(a, "--piggyback") && arg_num(v, 0, 1, &x) == 0) g->piggyback = (int)x;
         else if (!strcmp(a, "--procs") && arg_num(v, 1, LG_MAX_PROCS, &x) == 0) procs = (int)x;
         else if (!strcmp(a, "--poll-ms") && arg_num(v, 1, 60000, &x) == 0) g->poll_ms = (int)x;
         else if (!strcmp(a, "--timeout-ms") && arg_num(v, 10, 3600000, &x) == 0) g->timeout_ms = (int)x;
