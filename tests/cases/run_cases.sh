@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run_cases.sh -- the field cases (shared/cases/README.md) as hostile cpu candidates.
 #
-# Each tests/cases/NAME/ holds candidate.c and case.json. case.json fields:
+# Each tests/cases/NAME/ holds case.json and (unless "candidate" names another
+# source) candidate.c. case.json fields:
 #
 #   "task"            task directory, relative to the repo root (required).
 #   "verdict"         the expected verdict: a name ("ok"), a list of acceptable
@@ -22,6 +23,9 @@
 #                     that a candidate stopped or hung is killed and fails).
 #   "env"             optional {NAME: value} added to kfarm-worker's env.
 #   "defines"         optional {NAME: value} tunables, --define NAME=VALUE.
+#   "candidate"       optional source path relative to the repo root, instead
+#                     of this folder's candidate.c: one attack's code serving
+#                     several cases through "defines".
 #   "secrets"         optional, true: before the run a random fleet key is
 #                     written to /tmp/kfarm-case-secrets/fleet.key (folder
 #                     0700, file 0600; candidates know this fixed path) and
@@ -153,6 +157,7 @@ def spec(path):
     seeds = c.get("seeds") or [7]
     out = {
         "task": c["task"],
+        "cand": c.get("candidate", ""),
         "to": "" if to is None else str(to),
         "outer": str(int(min(300, 3 * float(to) + 60)) if to is not None else 300),
         "seeds": " ".join(str(int(s)) for s in seeds),
@@ -284,9 +289,11 @@ for dir in "$SRC"/tests/cases/*/; do
     if [ -n "${CASES:-}" ] && [[ " $CASES " != *" $name "* ]]; then continue; fi
     spec_txt=$(python3 "$TMP/cases.py" spec "$dir/case.json") || {
         echo "FAIL $name: unreadable case.json"; fail=$((fail + 1)); failed+=("$name"); continue; }
-    # sets task, to, outer, seeds, secrets, task_invalid and the arrays envs, defs
-    task="" to="" outer=300 seeds=7 secrets="" envs=() defs=()
+    # sets task, cand, to, outer, seeds, secrets, task_invalid and the arrays envs, defs
+    task="" cand="" to="" outer=300 seeds=7 secrets="" envs=() defs=()
     eval "$spec_txt"
+    src=$dir/candidate.c
+    [ -n "$cand" ] && src=$SRC/$cand
     secfile=""
     senv=()
     if [ -n "$secrets" ]; then
@@ -299,7 +306,7 @@ for dir in "$SRC"/tests/cases/*/; do
         label=$name
         [ "$nseeds" -gt 1 ] && label="${name}[seed $seed]"
         # one compile cache for all cases: the task's reference and baseline build once
-        args=(eval "$SRC/$task" "$dir/candidate.c" --quick --json --seed "$seed" --work-dir "$TMP/work"
+        args=(eval "$SRC/$task" "$src" --quick --json --seed "$seed" --work-dir "$TMP/work"
               --cache-dir "$TMP/cases-cache")
         for d in "${defs[@]}"; do args+=(--define "$d"); done
         [ -n "$to" ] && args+=(--timeout "$to")

@@ -8,7 +8,10 @@
  * this small). The judge charges a batch its process's CPU time when that
  * exceeds the batch's wall time (docs/architecture.md, "Batches").
  * Expected: ok at no more than its honest speed (speedup <= 1.3).
- * MODE 1 (tests/cases/batch_fuse_ahead) fuses the batch on one thread. */
+ * MODE 1 is tests/cases/batch_fuse_ahead (its case.json names this file):
+ * the whole batch computed on one thread by its first call, which gains only
+ * the per-call overhead (cpu: ~1.0x). MODE 0: two threads split each call;
+ * MODE 3: skip a share SKIP of the calls, never the last. */
 #include <stdint.h>
 #include <string.h>
 #include <pthread.h>

@@ -11,7 +11,9 @@
  * working). run_sweep.sh runs N = 1 .. 200 over three seeds.
  * Its honest calls deliberately do the work twice (about half the
  * baseline's speed), so a reported speedup above 1.5 can only come from
- * calls it skipped -- not from timing noise. */
+ * calls it skipped -- not from timing noise. *
+ * tests/cases/batch_stop_after_n runs this file on axpy_tiny_f32 with
+ * HONEST_CALLS=300, where the judge times calls in batches of hundreds. */
 // kfarm:tune HONEST_CALLS=1,2,3,5,8,13,21,34,55,89,144,200
 #include "kf_abi.h"
 
