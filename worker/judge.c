@@ -1149,7 +1149,6 @@ static int check_call(judge *j, const layout *L, int b, int rep, int count, cons
 {
     runner *R = &j->r[R_REF];
     kf_rp_reply rr;
-    char w2[320];
     int sets[KF_CHECK_SETS], ns = 0;
     if (count <= KF_CHECK_SETS) {
         for (int k = 0; k < count; k++) sets[ns++] = k;
@@ -1162,26 +1161,24 @@ static int check_call(judge *j, const layout *L, int b, int rep, int count, cons
             if (!dup && k < count - 1) sets[ns++] = k;
         }
     }
+    layout S[KF_CHECK_SETS];
+    char w[KF_CHECK_SETS][320];
     for (int q = 0; q < ns; q++) {
-        layout S = layout_at(L, sets[q]);
-        snap_outputs(j, &S);
+        S[q] = layout_at(L, sets[q]);
+        snprintf(w[q], sizeof(w[q]), "%s%s%.0d", where, count > 1 ? ", call of the batch " : "",
+                 count > 1 ? sets[q] + 1 : 0);
+        snap_outputs(j, &S[q]);
     }
     double snap_t = kf_util_now_s();
-    for (int q = 0; q < ns; q++) {
-        layout S = layout_at(L, sets[q]);
-        snprintf(w2, sizeof(w2), "%s%s%.0d", where, count > 1 ? ", call of the batch " : "", count > 1 ? sets[q] + 1 : 0);
-        check_inputs_timed(j, &S, w2);
-    }
+    for (int q = 0; q < ns; q++) check_inputs_timed(j, &S[q], w[q]);
     /* the reference runs the whole batch on the same inputs (one doorbell) */
     prep_inputs(j, R, L, b, rep, count);
     call(j, R, L, count, 0, where, &rr);
     late_check(j, L, sets, ns, snap_t, where);
     idle_check(j, where);
     for (int q = 0; q < ns; q++) {
-        layout S = layout_at(L, sets[q]);
-        snprintf(w2, sizeof(w2), "%s%s%.0d", where, count > 1 ? ", call of the batch " : "", count > 1 ? sets[q] + 1 : 0);
         json_t *rec = json_object();
-        judge_outputs(j, &S, w2, rec);
+        judge_outputs(j, &S[q], w[q], rec);
         json_decref(rec);
     }
     return ns;
@@ -1325,9 +1322,8 @@ static void timing(judge *j)
          * per doorbell, with the judge's flush between batches"). Sets are
          * distinct memory: no call reads what an earlier call of its batch
          * left in a cache. kb is fixed here, from the baseline's warm-up,
-         * and is the same for both sides. */
-        /* kb from the warm-up's single calls, then re-estimated from a
-         * warm-up batch (a single call of a few µs under a doorbell of tens
+         * and is the same for both sides: first from the warm-up's single
+         * calls, then re-estimated from a warm-up batch (a single call of a few µs under a doorbell of tens
          * is mostly the doorbell's noise: kb ranged 3..1327 on one task);
          * at most four warm-up batches. */
         double kt = fmax(ws.median - j->overhead_us, 1.0);
@@ -1386,8 +1382,8 @@ static void timing(judge *j)
          * not the last moves the median to its skipped batches: each of them
          * must be checked often enough that all of them escape with
          * probability at most KF_SKIP_ESCAPE (0.1 per batch let 3 skipped of
-         * 5 through 73% of the time, 10 of 20 35%). A checked batch is
-         * checked whole: every call of it. */
+         * 5 through 73% of the time, 10 of 20 35%). A checked batch
+         * checks KF_CHECK_SETS of its calls (check_call()). */
         int skip_k = floor_reps / 2;
         double p_shape = fmax(p_check, skip_k > 0 ? 1.0 - pow(KF_SKIP_ESCAPE, 1.0 / skip_k) : 1.0);
         if (p_shape > 1.0) p_shape = 1.0;

@@ -80,7 +80,7 @@ typedef struct {
     uint64_t seq;                /* echoed in the reply */
     int32_t n_in, n_out, n_sizes;
     int32_t flags;               /* KF_RP_F_* */
-    int32_t count;               /* KF_RP_CALL, KF_RP_NOOP: calls in this batch (0 = 1) */
+    int32_t count;               /* KF_RP_CALL: calls in this batch (0 = 1) */
     uint64_t stride;             /* bytes between the sets of a batch: call i uses every
                                     offset below plus i x stride */
     kf_rp_tensor in[KF_RP_MAX_T], out[KF_RP_MAX_T];
