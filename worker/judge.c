@@ -1230,8 +1230,8 @@ static int batch_parallel(const judge *j, int kb, double batch_us)
     return j->cand_call_cpu_s > 1.15 * batch_us * 1e-6 + 0.004;
 }
 
-/* Calls per doorbell for a call of kt µs (kernel, the doorbell excluded;
- * call_us with it): 1 when the doorbell is at most 5% of the call, else
+/* Calls per doorbell for a call of kt µs (the baseline's kernel, the
+ * doorbell excluded; call_us: the slower side's call with it): 1 when the doorbell is at most 5% of the call, else
  * enough that the doorbell is 1/KF_BATCH_OV of the batch, within the arena,
  * 5% of the shape's wall cap, and KF_RP_MAX_BATCH. */
 static int batch_size(const judge *j, const layout *L, double kt, double call_us, double shape_cap_s)
@@ -1282,7 +1282,7 @@ static void timing(judge *j)
         char where[240];
         snprintf(where, sizeof(where), "(warm-up, benchmark shape %s)", sh);
         progress(j, "warm-up (benchmark shape %s)", sh);
-        double wb[NSETS];
+        double wb[NSETS], wc[NSETS];
         double warm_t0 = kf_util_now_s();
         int nb = NSETS;          /* baseline warm-up calls */
         double pair_s = 0;
@@ -1296,7 +1296,7 @@ static void timing(judge *j)
             prep_inputs(j, C, &L, b, -1 - k, 1);
             j->be->flush(j->dev, &C->arena, L.total);
             idle_check(j, where);
-            call(j, C, &L, 1, 0, where, &rep);
+            wc[k] = call(j, C, &L, 1, 0, where, &rep);
             if (k == 0) {
                 pair_s = kf_util_now_s() - warm_t0;
                 /* a slow baseline (>= 20 ms) is warm after one call: more
@@ -1311,8 +1311,9 @@ static void timing(judge *j)
         double check_t0 = kf_util_now_s();
         check_call(j, &L, b, -NSETS, 1, where);
         double check_s = kf_util_now_s() - check_t0;
-        kf_cuda_stats ws;
+        kf_cuda_stats ws, wcs;
         kf_cuda_stats_of(wb, nb, &ws);
+        kf_cuda_stats_of(wc, NSETS, &wcs);
 
         /* Batches: where the doorbell (overhead_us, ~300 µs with a CV of
          * 20-60% on cuda: two GPU context switches) is more than 5% of the
@@ -1328,7 +1329,9 @@ static void timing(judge *j)
          * at most four warm-up batches. */
         double kt = fmax(ws.median - j->overhead_us, 1.0);
         double pair1_s = pair_s, check1_s = check_s, per_batch_us = ws.median;
-        int kb = batch_size(j, &L, kt, ws.median, shape_cap_s);
+        /* a batch rings both sides: its wall cap counts the slower one's
+         * call (a candidate 1000x slower than the baseline is not batched) */
+        int kb = batch_size(j, &L, kt, fmax(ws.median, wcs.median), shape_cap_s);
         int touched = 0; /* the largest batch whose sets have been touched (first-touch faults) */
         for (int wb_i = 0; kb > 1 && wb_i < 4; wb_i++) {
             /* one warm-up batch per side, the candidate's checked: the cost
@@ -1343,7 +1346,7 @@ static void timing(judge *j)
             prep_inputs(j, C, &L, b, -1 - NSETS - wb_i, kb);
             j->be->flush(j->dev, &C->arena, L.total * (uint64_t)kb);
             idle_check(j, where);
-            call(j, C, &L, kb, 0, where, &rep);
+            double cand_batch_us = call(j, C, &L, kb, 0, where, &rep);
             pair_s = kf_util_now_s() - t0;
             check_t0 = kf_util_now_s();
             check_call(j, &L, b, -1 - NSETS - wb_i, kb, where);
@@ -1353,7 +1356,7 @@ static void timing(judge *j)
                 continue;
             }
             double kt2 = fmax((per_batch_us - j->overhead_us) / kb, 0.01);
-            int kb2 = batch_size(j, &L, kt2, per_batch_us / kb, shape_cap_s);
+            int kb2 = batch_size(j, &L, kt2, fmax(per_batch_us, cand_batch_us) / kb, shape_cap_s);
             if (kb2 <= kb + kb / 2 && kb2 >= kb / 2) break; /* stable */
             kb = kb2;
             if (kb == 1) { /* not worth batching after all: plan from the single calls */
