@@ -62,6 +62,7 @@ typedef struct {
     int max_jobs;          /* stop after this many jobs (0 = never) */
     int quick;             /* fewer timing repetitions (tests, demos) */
     int gpu;               /* GPU index this worker serves (cuda backend) */
+    char arch[32];         /* that GPU's sm_XY, found once at start ("" on cpu) */
     int cpu_only;          /* serve the cpu backend even where a GPU answers */
     int prefetch;          /* lease the next job and compile it during an evaluation:
                               1 on, 0 off, -1 auto (on for cuda, off for cpu, where
@@ -295,6 +296,8 @@ static void fill_req(daemon_cfg *c, const Kfarm__Job *job, const job_paths *p, k
     req->cache_dir = c->cache_dir;
     req->quick = c->quick;
     req->gpu_index = c->gpu;
+    /* the GPU was discovered at start: no discovery child per evaluation */
+    req->arch = c->arch[0] ? c->arch : NULL;
     req->n_defines = (int)(job->n_defines < KF_EVAL_MAX_DEFINES ? job->n_defines : KF_EVAL_MAX_DEFINES);
     for (int i = 0; i < req->n_defines; i++) {
         req->define_names[i] = job->defines[i]->name;
@@ -348,7 +351,10 @@ static void wait_precompile(held_job *j, hb_state *hb)
 static void run_job(daemon_cfg *c, held_job *j, const char *backend, kf_eval_res *res, hb_state *hb)
 {
     memset(res, 0, sizeof(*res));
+    double t0 = kf_util_now_s();
+    int ahead = j->precompile > 0;
     wait_precompile(j, hb);
+    double t1 = kf_util_now_s();
     job_paths p;
     if (prepare_job(c, j->job, backend, &p, res) < 0) return;
     kf_eval_req req;
@@ -357,6 +363,13 @@ static void run_job(daemon_cfg *c, held_job *j, const char *backend, kf_eval_res
     req.tick_arg = hb;
     kf_eval_run(&req, res);
     kf_util_rmtree(p.job_dir);
+    /* where a GPU worker's time goes: a long wait here is idle GPU time */
+    if (ahead)
+        logmsg("job %llu: waited %.2f s for its compile-ahead, evaluated in %.2f s",
+               (unsigned long long)j->job->job_id, t1 - t0, kf_util_now_s() - t1);
+    else
+        logmsg("job %llu: evaluated in %.2f s (not compiled ahead)", (unsigned long long)j->job->job_id,
+               kf_util_now_s() - t1);
 }
 
 /* Send the result until acknowledged. Returns 0 when stored/duplicate/stale. */
@@ -634,6 +647,7 @@ int kf_daemon_main(int argc, char **argv)
         return 2;
     }
     if (c.prefetch < 0) c.prefetch = !strcmp(dev.backend, "cuda");
+    if (!strcmp(dev.backend, "cuda")) snprintf(c.arch, sizeof(c.arch), "%s", dev.arch);
 
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;

@@ -8,7 +8,9 @@
  *      shared object (build/, reference/, baseline/, candidate/): a runner's
  *      read allow-list holds only its own folder
  *   3. builds (cpu: compile.c; cuda: kf_cuda_build for the device's exact
- *      sm_XY), through the compile cache and the confined compiler; the
+ *      sm_XY), through the compile cache and the confined compiler (cuda:
+ *      the reference and baseline are built in two children while this
+ *      process builds the candidate, see warm_task_builds); the
  *      task's own code failing to build is the task's infra_error, the
  *      candidate's compile_error (unsupported when only the architecture is
  *      wrong), a broken toolchain the worker's infra_error
@@ -47,8 +49,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <sys/random.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -207,6 +212,57 @@ static int build_one(ev *e, int which)
     }
     kf_compile_res_free(&c);
     return rc;
+}
+
+/* Parallel builds (cuda). nvcc builds one file on one core, and the first
+ * job of a task on a worker needs three builds (reference, baseline,
+ * candidate): ~5 s one after another on the H200 host, as long as a whole
+ * evaluation, which left the GPU idle (issue 12). So two children build the
+ * reference and the baseline into the compile cache while this process
+ * builds the candidate; build_one() then finds them in the cache and
+ * reports them as usual. A child's failed build is never cached: the
+ * parent's build_one() builds it again and reports the failure. The
+ * children never call the heartbeat tick (they hold no socket); the parent
+ * ticks while it waits for them in reap_task_builds(). Without a compile
+ * cache there is nothing to share, and nothing is started. */
+static void warm_task_builds(ev *e, pid_t kids[2])
+{
+    kids[0] = kids[1] = 0;
+    if (!e->cuda || !e->req->cache_dir || !*e->req->cache_dir) return;
+    for (int which = 0; which < 2; which++) {
+        pid_t pid = fork();
+        if (pid < 0) return; /* the parent builds it itself */
+        if (pid == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            kf_eval_req r = *e->req;
+            r.tick = NULL;
+            r.tick_arg = NULL;
+            e->req = &r;
+            /* this process's own copy: its out path is its own file */
+            snprintf(e->so[which], sizeof(e->so[which]), "%.4000s/warm-%s.so", e->build, role_dir[which]);
+            build_one(e, which);
+            _exit(0);
+        }
+        kids[which] = pid;
+    }
+}
+
+/* Wait for warm_task_builds' children, ticking the heartbeat meanwhile. */
+static void reap_task_builds(ev *e, pid_t kids[2])
+{
+    for (int i = 0; i < 2; i++) {
+        while (kids[i] > 0) {
+            int st;
+            pid_t w = waitpid(kids[i], &st, WNOHANG);
+            if (w == kids[i] || (w < 0 && errno != EINTR)) {
+                kids[i] = 0;
+                break;
+            }
+            if (e->req->tick) e->req->tick(e->req->tick_arg);
+            struct timespec ts = {0, 20 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
 }
 
 /* Absolute path of a program beside this binary (kfarm-runner[-cuda]). */
@@ -457,8 +513,13 @@ int kf_eval_run(const kf_eval_req *req, kf_eval_res *res)
         snprintf(e->so[i], sizeof(e->so[i]), "%s/%s.so", d, role_dir[i]);
     }
 
-    /* candidate first: a compile_error is the common case and needs no other build */
-    if (build_one(e, 2) || build_one(e, 0) || build_one(e, 1)) goto done;
+    /* candidate first: a compile_error is the common case and needs no other
+     * build (the children still fill the cache for the task's next job) */
+    pid_t kids[2];
+    warm_task_builds(e, kids);
+    int built = build_one(e, 2) == 0;
+    reap_task_builds(e, kids);
+    if (!built || build_one(e, 0) || build_one(e, 1)) goto done;
     for (int i = 0; i < 3; i++) chmod(e->so[i], 0644);
     if (req->compile_only) {
         set_verdict(res, KF_OK, "compiled (compile only)");
