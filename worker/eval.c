@@ -515,11 +515,13 @@ int kf_eval_run(const kf_eval_req *req, kf_eval_res *res)
 
     /* candidate first: a compile_error is the common case and needs no other
      * build (the children still fill the cache for the task's next job) */
+    double t_builds = kf_util_now_s();
     pid_t kids[2];
     warm_task_builds(e, kids);
     int built = build_one(e, 2) == 0;
     reap_task_builds(e, kids);
     if (!built || build_one(e, 0) || build_one(e, 1)) goto done;
+    json_object_set_new(e->metrics, "builds_s", json_real(kf_util_now_s() - t_builds));
     for (int i = 0; i < 3; i++) chmod(e->so[i], 0644);
     if (req->compile_only) {
         set_verdict(res, KF_OK, "compiled (compile only)");
@@ -583,6 +585,7 @@ int kf_eval_run(const kf_eval_req *req, kf_eval_res *res)
                          .arg = &jc,
                          .no_isolation = 1};
     kf_sandbox_res sb;
+    json_object_set_new(e->metrics, "pre_judge_s", json_real(kf_util_now_s() - t_start));
     kf_sandbox_run(&sr, &sb);
     take_report(e, &jc, &sb, limit);
     kf_sandbox_res_free(&sb);

@@ -174,9 +174,11 @@ static void progress(judge *j, const char *fmt, ...)
 
 static void kill_runners(judge *j)
 {
+    /* every runner killed first: their exits (CUDA contexts torn down) overlap */
+    for (int i = 0; i < 3; i++)
+        if (j->r[i].pid > 0 && !j->r[i].dead) kill(j->r[i].pid, SIGKILL);
     for (int i = 0; i < 3; i++)
         if (j->r[i].pid > 0) {
-            kill(j->r[i].pid, SIGKILL);
             if (!j->r[i].dead) waitpid(j->r[i].pid, &j->r[i].wstatus, 0);
             j->r[i].dead = 1;
         }
@@ -1589,6 +1591,47 @@ static json_t *facts_json(const runner *r)
     return o;
 }
 
+/* Wait for a spawned runner's READY and LOADED answers; ends the judge with
+ * the right verdict when it does not come up. */
+static void load_wait(judge *j, int role)
+{
+    runner *r = &j->r[role];
+    kf_rp_reply rep;
+    char where[64];
+    snprintf(where, sizeof(where), "while loading the %s", role_name[role]);
+    /* READY comes before any of the shared object's code ran: only it
+     * may report a setup failure that is not the shared object's */
+    int w = runner_wait(j, r, 0, KF_RP_READY, &rep);
+    if (w != WT_OK)
+        finish(j, KF_INFRA_ERROR, "worker", "the %s runner did not start (%s)", role_name[role],
+               w == WT_TIMEOUT ? "timeout" : w == WT_DIED ? "died" : "bad answer");
+    if (rep.status != KF_RP_ST_OK)
+        finish(j, KF_INFRA_ERROR, "worker", "%s runner setup: %s", role_name[role], rep.msg);
+    w = runner_wait(j, r, 0, KF_RP_LOADED, &rep);
+    if (w == WT_OK && rep.status != KF_RP_ST_OK) {
+        if (role == R_CAND) finish(j, KF_LOAD_ERROR, "candidate", "candidate: %s", rep.msg);
+        finish(j, KF_INFRA_ERROR, "task", "%s: %s", role_name[role], rep.msg);
+    }
+    if (w != WT_OK) {
+        if (role != R_CAND) fail_wait(j, r, w, where);
+        char d[256];
+        int sig;
+        if (w == WT_TIMEOUT) finish(j, KF_TIMEOUT, "candidate", "loading the candidate exceeded the %.0f s limit "
+                                   "(a shared-object constructor hangs)", j->cfg->budget_s);
+        if (w == WT_PROTO) finish(j, KF_REJECTED_CHEAT, "candidate", "the candidate wrote on the runner's reply "
+                                 "channel while being loaded (forged answer)");
+        death_text(r, d, sizeof(d), &sig);
+        finish(j, KF_LOAD_ERROR, "candidate", "the candidate %s while being loaded (shared-object constructor)", d);
+    }
+    kf_confine_facts seen;
+    if (kf_confine_observe(r->pid, &seen) == 0) {
+        /* the kernel's view wins over the pre-exec child's */
+        r->facts.seccomp = r->facts.seccomp && seen.seccomp;
+        r->facts.no_new_privs = seen.no_new_privs;
+        r->facts.uid = seen.uid;
+    }
+}
+
 int kf_judge_child(void *arg, int report_fd)
 {
     const kf_judge_cfg *cfg = arg;
@@ -1640,48 +1683,29 @@ int kf_judge_child(void *arg, int report_fd)
     if (j->be->arena_new(j->dev, j->arena_bytes, 0, &j->master, err, sizeof(err)) != 0)
         finish(j, KF_INFRA_ERROR, "worker", "judge: %s", err);
 
-    static const int order[3] = {R_REF, R_BASE, R_CAND};
-    for (int oi = 0; oi < 3; oi++) {
-        int role = order[oi];
-        progress(j, "load %s", role_name[role]);
-        if (runner_spawn(j, role, err, sizeof(err)) != 0)
-            finish(j, KF_INFRA_ERROR, "worker", "judge: %s", err);
-        runner *r = &j->r[role];
-        kf_rp_reply rep;
-        char where[64];
-        snprintf(where, sizeof(where), "while loading the %s", role_name[role]);
-        /* READY comes before any of the shared object's code ran: only it
-         * may report a setup failure that is not the shared object's */
-        int w = runner_wait(j, r, 0, KF_RP_READY, &rep);
-        if (w != WT_OK)
-            finish(j, KF_INFRA_ERROR, "worker", "the %s runner did not start (%s)", role_name[role],
-                   w == WT_TIMEOUT ? "timeout" : w == WT_DIED ? "died" : "bad answer");
-        if (rep.status != KF_RP_ST_OK)
-            finish(j, KF_INFRA_ERROR, "worker", "%s runner setup: %s", role_name[role], rep.msg);
-        w = runner_wait(j, r, 0, KF_RP_LOADED, &rep);
-        if (w == WT_OK && rep.status != KF_RP_ST_OK) {
-            if (role == R_CAND) finish(j, KF_LOAD_ERROR, "candidate", "candidate: %s", rep.msg);
-            finish(j, KF_INFRA_ERROR, "task", "%s: %s", role_name[role], rep.msg);
+    /* The reference and the baseline (the task's own code) start together;
+     * the candidate only once both are loaded, so nothing it does while
+     * loading (a device-memory grab, I14) can starve the task's runners. */
+    json_t *sj = json_object();
+    json_object_set_new(sj, "open_s", json_real(kf_util_now_s() - j->t_start));
+    for (int step = 0; step < 2; step++) {
+        double ts = kf_util_now_s();
+        int roles[2], nr = 0;
+        if (step == 0) {
+            roles[nr++] = R_REF;
+            roles[nr++] = R_BASE;
+        } else {
+            roles[nr++] = R_CAND;
         }
-        if (w != WT_OK) {
-            if (role != R_CAND) fail_wait(j, r, w, where);
-            char d[256];
-            int sig;
-            if (w == WT_TIMEOUT) finish(j, KF_TIMEOUT, "candidate", "loading the candidate exceeded the %.0f s limit "
-                                       "(a shared-object constructor hangs)", cfg->budget_s);
-            if (w == WT_PROTO) finish(j, KF_REJECTED_CHEAT, "candidate", "the candidate wrote on the runner's reply "
-                                     "channel while being loaded (forged answer)");
-            death_text(r, d, sizeof(d), &sig);
-            finish(j, KF_LOAD_ERROR, "candidate", "the candidate %s while being loaded (shared-object constructor)", d);
+        for (int k = 0; k < nr; k++) {
+            progress(j, "load %s", role_name[roles[k]]);
+            if (runner_spawn(j, roles[k], err, sizeof(err)) != 0)
+                finish(j, KF_INFRA_ERROR, "worker", "judge: %s", err);
         }
-        kf_confine_facts seen;
-        if (kf_confine_observe(r->pid, &seen) == 0) {
-            /* the kernel's view wins over the pre-exec child's */
-            r->facts.seccomp = r->facts.seccomp && seen.seccomp;
-            r->facts.no_new_privs = seen.no_new_privs;
-            r->facts.uid = seen.uid;
-        }
+        for (int k = 0; k < nr; k++) load_wait(j, roles[k]);
+        json_object_set_new(sj, step == 0 ? "task_runners_s" : "candidate_runner_s", json_real(kf_util_now_s() - ts));
     }
+    json_object_set_new(j->metrics, "setup", sj);
     runner *C = &j->r[R_CAND];
     if (j->be->freeze_runners) {
         /* the two timed runners alike, so the wake-up costs both sides the same */
