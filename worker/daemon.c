@@ -63,6 +63,7 @@ typedef struct {
     int quick;             /* fewer timing repetitions (tests, demos) */
     int gpu;               /* GPU index this worker serves (cuda backend) */
     char arch[32];         /* that GPU's sm_XY, found once at start ("" on cpu) */
+    int pending_judge;     /* the last evaluation's judge, still exiting (kf_eval_req) */
     int cpu_only;          /* serve the cpu backend even where a GPU answers */
     int prefetch;          /* lease the next job and compile it during an evaluation:
                               1 on, 0 off, -1 auto (on for cuda, off for cpu, where
@@ -361,6 +362,7 @@ static void run_job(daemon_cfg *c, held_job *j, const char *backend, kf_eval_res
     fill_req(c, j->job, &p, &req);
     req.tick = heartbeat_tick;
     req.tick_arg = hb;
+    req.pending_judge = &c->pending_judge;
     kf_eval_run(&req, res);
     kf_util_rmtree(p.job_dir);
     /* where a GPU worker's time goes: a long wait here is idle GPU time */
@@ -747,6 +749,7 @@ int kf_daemon_main(int argc, char **argv)
                (unsigned long long)next.job->job_id);
         kfarm__reply__free_unpacked(next.rep, NULL);
     }
+    kf_eval_reap(&c.pending_judge);
     logmsg("worker %s stopping after %d job(s)", c.worker_id, done);
     if (!c.exit_code) { /* give the identity back (best effort, one try) */
         Kfarm__Goodbye bye = KFARM__GOODBYE__INIT;

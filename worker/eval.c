@@ -585,8 +585,15 @@ int kf_eval_run(const kf_eval_req *req, kf_eval_res *res)
                          .arg = &jc,
                          .no_isolation = 1};
     kf_sandbox_res sb;
+    /* the previous evaluation's judge is gone before this one starts */
+    kf_eval_reap(req->pending_judge);
+    sr.detach_on_report_eof = e->cuda && req->pending_judge;
     json_object_set_new(e->metrics, "pre_judge_s", json_real(kf_util_now_s() - t_start));
     kf_sandbox_run(&sr, &sb);
+    if (sb.detached_pid) {
+        if (req->pending_judge) *req->pending_judge = sb.detached_pid;
+        else kf_sandbox_reap(sb.detached_pid);
+    }
     take_report(e, &jc, &sb, limit);
     kf_sandbox_res_free(&sb);
     char isa[48];
@@ -626,4 +633,11 @@ void kf_eval_res_free(kf_eval_res *res)
     free(res->metrics_json);
     free(res->compile_log);
     res->metrics_json = res->compile_log = NULL;
+}
+
+void kf_eval_reap(int *pending_judge)
+{
+    if (!pending_judge || *pending_judge <= 0) return;
+    kf_sandbox_reap(*pending_judge);
+    *pending_judge = 0;
 }

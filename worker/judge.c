@@ -235,6 +235,7 @@ __attribute__((noreturn, format(printf, 4, 5))) static void finish(judge *j, kf_
         kf_sandbox_write_all(j->fd, "\n", 1);
         free(txt);
     }
+    close(j->fd); /* the report is complete (the worker may stop waiting here) */
     if (j->dev) j->be->close(j->dev);
     _exit(0);
 }

@@ -40,6 +40,13 @@ typedef struct {
      * result is infra_error "cancelled". */
     int (*tick)(void *arg);
     void *tick_arg;
+    /* cuda, for a caller that evaluates one job after another (the daemon):
+     * the judge's process is not waited for once its report is in (its
+     * exit tears down a CUDA context, ~0.15 s); its pid is left here, and
+     * the next evaluation reaps it before it starts its own judge, so two
+     * judges never overlap on the device. NULL: wait as usual. The caller
+     * reaps what is left at the end (kf_eval_reap). */
+    int *pending_judge;
 } kf_eval_req;
 
 typedef struct {
@@ -58,5 +65,9 @@ typedef struct {
 int kf_eval_run(const kf_eval_req *req, kf_eval_res *res);
 
 void kf_eval_res_free(kf_eval_res *res);
+
+/* Wait for a judge left behind in *pending_judge (see kf_eval_req) and
+ * clear it. No-op for NULL or 0. */
+void kf_eval_reap(int *pending_judge);
 
 #endif

@@ -338,6 +338,17 @@ int kf_sandbox_run(const kf_sandbox_req *req, kf_sandbox_res *res)
             reaped = 1;
             break;
         }
+        if (req->detach_on_report_eof && srep.eof) {
+            /* the report is complete: the child's exit is left to overlap */
+            kill_group(pid);
+            drain(out[0], &sout);
+            close(rep[0]);
+            close(out[0]);
+            res->detached_pid = pid;
+            res->wall_s = kf_util_now_s() - t0;
+            status = 0;
+            goto collect;
+        }
         double now = kf_util_now_s();
         if (now >= deadline) {
             res->how = KF_SANDBOX_TIMEOUT;
@@ -366,6 +377,7 @@ int kf_sandbox_run(const kf_sandbox_req *req, kf_sandbox_res *res)
     close(out[0]);
     res->wall_s = kf_util_now_s() - t0;
 
+collect:
     if (res->how == KF_SANDBOX_EXITED) {
         if (WIFSIGNALED(status)) {
             res->how = KF_SANDBOX_SIGNALED;
@@ -418,6 +430,13 @@ int kf_sandbox_run(const kf_sandbox_req *req, kf_sandbox_res *res)
         }
     }
     return 0;
+}
+
+void kf_sandbox_reap(int pid)
+{
+    if (pid <= 0) return;
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+    }
 }
 
 void kf_sandbox_res_free(kf_sandbox_res *res)

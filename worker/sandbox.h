@@ -76,6 +76,13 @@ typedef struct {
     void *tick_arg;
     kf_sandbox_fn fn;
     void *arg;
+    /* 1: the child closing its report descriptor ends the run: the parent
+     * kills the process group and returns at once with *detached_pid set,
+     * leaving the child's exit (a CUDA context torn down, ~0.15 s) to
+     * overlap with what the caller does next; the caller must reap it with
+     * kf_sandbox_reap. For callbacks whose report is complete when they
+     * close it (the judge's final record); how = EXITED, exit_status 0. */
+    int detach_on_report_eof;
 } kf_sandbox_req;
 
 typedef struct {
@@ -97,12 +104,18 @@ typedef struct {
     int observed;                   /* 1: observed_facts were read from /proc/<child>/status */
     kf_confine_facts observed_facts;/* kf_confine_observe of the child after its header line */
     char err[256];                  /* FAILED: why; or why confinement failed */
+    int detached_pid;               /* detach_on_report_eof: the killed child still to be
+                                     * reaped with kf_sandbox_reap (0: none) */
 } kf_sandbox_res;
 
 /* Run req->fn in a confined child and wait for it (see above). Returns 0 and
  * fills *res for every outcome of the child, or -1 (res->how = FAILED, res->err
  * says why) when the child could not be started. Free with kf_sandbox_res_free. */
 int kf_sandbox_run(const kf_sandbox_req *req, kf_sandbox_res *res);
+
+/* Reap a child kf_sandbox_run left behind (res->detached_pid), waiting for
+ * its exit. No-op for pid <= 0. */
+void kf_sandbox_reap(int pid);
 
 /* Free what kf_sandbox_run allocated in res (report, output); res may be
  * freed twice. */

@@ -27,6 +27,9 @@
 #include "compile.h"
 #include "confine.h"
 #include "kf_test.h"
+#include <sys/wait.h>
+#include <errno.h>
+
 #include "kf_util.h"
 #include "sandbox.h"
 
@@ -44,6 +47,15 @@ static int fn_report(void *arg, int fd)
     printf("to stdout\n");
     fflush(stdout);
     return 5;
+}
+
+/* A complete report, then a long exit (the judge tearing down a CUDA context). */
+static int fn_report_then_linger(void *arg, int fd)
+{
+    dprintf(fd, "final record\n");
+    close(fd);
+    for (;;) pause();
+    return 0;
 }
 
 static int fn_segv(void *arg, int fd)
@@ -244,6 +256,26 @@ int main(void)
     CHECK(&st, res.report && !strcmp(res.report, "hello world\n"), "report '%s'", res.report);
     CHECK(&st, res.output && strstr(res.output, "to stdout"), "output '%s'", res.output);
     kf_sandbox_res_free(&res);
+
+    /* detach_on_report_eof: back once the report is closed, the child left
+     * to be reaped (it would otherwise run into the timeout) */
+    {
+        kf_sandbox_req r = {.scratch_dir = scratch, .timeout_s = 30, .fn = fn_report_then_linger,
+                            .detach_on_report_eof = 1};
+        kf_sandbox_run(&r, &res);
+        CHECK(&st, res.how == KF_SANDBOX_EXITED && res.detached_pid > 0, "detach: how %d pid %d", res.how,
+              res.detached_pid);
+        CHECK(&st, res.report && !strcmp(res.report, "final record\n"), "detach: report '%s'", res.report);
+        kf_sandbox_reap(res.detached_pid);
+        CHECK(&st, waitpid(res.detached_pid, NULL, WNOHANG) < 0 && errno == ECHILD, "detach: child not reaped");
+        kf_sandbox_res_free(&res);
+        /* without the flag the same child is waited for: the timeout ends it */
+        kf_sandbox_req w = {.scratch_dir = scratch, .timeout_s = 0.5, .fn = fn_report_then_linger};
+        kf_sandbox_run(&w, &res);
+        CHECK(&st, res.how == KF_SANDBOX_TIMEOUT && res.detached_pid == 0, "no detach: how %d pid %d", res.how,
+              res.detached_pid);
+        kf_sandbox_res_free(&res);
+    }
 
     run(fn_segv, NULL, 10, &res);
     CHECK(&st, res.how == KF_SANDBOX_SIGNALED && res.signal == SIGSEGV, "how %d signal %d", res.how, res.signal);
