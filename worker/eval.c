@@ -224,11 +224,15 @@ static int build_one(ev *e, int which)
  * parent's build_one() builds it again and reports the failure. The
  * children never call the heartbeat tick (they hold no socket); the parent
  * ticks while it waits for them in reap_task_builds(). Without a compile
- * cache there is nothing to share, and nothing is started. */
+ * cache there is nothing to share, and nothing is started; nor on a host
+ * of fewer than 4 cores. */
 static void warm_task_builds(ev *e, pid_t kids[2])
 {
     kids[0] = kids[1] = 0;
     if (!e->cuda || !e->req->cache_dir || !*e->req->cache_dir) return;
+    /* on a small host three compilers would crowd out a judge timing on
+     * another GPU of the same host: there they build one after another */
+    if (sysconf(_SC_NPROCESSORS_ONLN) < 4) return;
     for (int which = 0; which < 2; which++) {
         pid_t pid = fork();
         if (pid < 0) return; /* the parent builds it itself */
