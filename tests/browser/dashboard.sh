@@ -69,7 +69,7 @@ port=$(python3 -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0));
 python3 -m http.server --bind 127.0.0.1 --directory "$T_DIR/site" "$port" >"$T_DIR/http.log" 2>&1 &
 T_PIDS+=($!)
 (
-  for _ in $(seq 600); do [ -e "$T_DIR/refresh-ready" ] && break; sleep 0.2; done
+  for _ in $(seq 3000); do [ -e "$T_DIR/refresh-ready" ] && break; sleep 0.2; done
   sql "UPDATE campaigns SET state = 'paused' WHERE name = 'demo'" >/dev/null
   kf export --out "$T_DIR/site" >/dev/null
 ) &

@@ -201,7 +201,7 @@ if (httpUrl) {
   eq('http: the campaign page loads', await cardText(p, 'candidates'), String(c.candidates));
   fs.writeFileSync(site + '/../refresh-ready', '1'); /* dashboard.sh changes the database and exports again */
   const ok = await p.waitForFunction((s) => document.querySelector('[data-k="state"]') &&
-    document.querySelector('[data-k="state"]').textContent === s, X.refresh_state, { timeout: 30000 }).then(() => true, () => false);
+    document.querySelector('[data-k="state"]').textContent === s, X.refresh_state, { timeout: 120000 }).then(() => true, () => false);
   check('http: the page shows the new export by itself', ok);
   await p.close();
 }
