@@ -1605,14 +1605,12 @@ static json_t *facts_json(const runner *r)
     return o;
 }
 
-/* Wait for a spawned runner's READY and LOADED answers; ends the judge with
- * the right verdict when it does not come up. */
-static void load_wait(judge *j, int role)
+/* Wait for a spawned runner's READY answer (device and arena set up, no
+ * code of its shared object run yet); ends the judge when it does not come. */
+static void ready_wait(judge *j, int role)
 {
     runner *r = &j->r[role];
     kf_rp_reply rep;
-    char where[64];
-    snprintf(where, sizeof(where), "while loading the %s", role_name[role]);
     /* READY comes before any of the shared object's code ran: only it
      * may report a setup failure that is not the shared object's */
     int w = runner_wait(j, r, 0, KF_RP_READY, &rep);
@@ -1621,7 +1619,27 @@ static void load_wait(judge *j, int role)
                w == WT_TIMEOUT ? "timeout" : w == WT_DIED ? "died" : "bad answer");
     if (rep.status != KF_RP_ST_OK)
         finish(j, KF_INFRA_ERROR, "worker", "%s runner setup: %s", role_name[role], rep.msg);
-    w = runner_wait(j, r, 0, KF_RP_LOADED, &rep);
+}
+
+/* Tell a ready runner to load its shared object. */
+static void load_send(judge *j, int role)
+{
+    kf_rp_cmd c;
+    memset(&c, 0, sizeof(c));
+    c.op = KF_RP_LOAD;
+    if (runner_send(j, &j->r[role], &c) != 0) /* none of its shared object's code ran yet */
+        finish(j, KF_INFRA_ERROR, "worker", "the %s runner died before loading", role_name[role]);
+}
+
+/* Wait for the LOADED answer (its constructors ran); ends the judge with the
+ * right verdict when it does not come. */
+static void loaded_wait(judge *j, int role)
+{
+    runner *r = &j->r[role];
+    kf_rp_reply rep;
+    char where[64];
+    snprintf(where, sizeof(where), "while loading the %s", role_name[role]);
+    int w = runner_wait(j, r, 0, KF_RP_LOADED, &rep);
     if (w == WT_OK && rep.status != KF_RP_ST_OK) {
         if (role == R_CAND) finish(j, KF_LOAD_ERROR, "candidate", "candidate: %s", rep.msg);
         finish(j, KF_INFRA_ERROR, "task", "%s: %s", role_name[role], rep.msg);
@@ -1697,28 +1715,29 @@ int kf_judge_child(void *arg, int report_fd)
     if (j->be->arena_new(j->dev, j->arena_bytes, 0, &j->master, err, sizeof(err)) != 0)
         finish(j, KF_INFRA_ERROR, "worker", "judge: %s", err);
 
-    /* The reference and the baseline (the task's own code) start together;
-     * the candidate only once both are loaded, so nothing it does while
-     * loading (a device-memory grab, I14) can starve the task's runners. */
+    /* All three runners start together (process, confinement, device
+     * context, arena: the judge's code, not the shared objects'). The
+     * reference and the baseline (the task's own code) are then loaded, and
+     * the candidate only once both are, so nothing it does while loading (a
+     * device-memory grab, I14) can starve the task's runners. */
     json_t *sj = json_object();
     json_object_set_new(sj, "open_s", json_real(kf_util_now_s() - j->t_start));
-    for (int step = 0; step < 2; step++) {
-        double ts = kf_util_now_s();
-        int roles[2], nr = 0;
-        if (step == 0) {
-            roles[nr++] = R_REF;
-            roles[nr++] = R_BASE;
-        } else {
-            roles[nr++] = R_CAND;
-        }
-        for (int k = 0; k < nr; k++) {
-            progress(j, "load %s", role_name[roles[k]]);
-            if (runner_spawn(j, roles[k], err, sizeof(err)) != 0)
-                finish(j, KF_INFRA_ERROR, "worker", "judge: %s", err);
-        }
-        for (int k = 0; k < nr; k++) load_wait(j, roles[k]);
-        json_object_set_new(sj, step == 0 ? "task_runners_s" : "candidate_runner_s", json_real(kf_util_now_s() - ts));
+    double ts = kf_util_now_s();
+    static const int order[3] = {R_REF, R_BASE, R_CAND};
+    for (int k = 0; k < 3; k++) {
+        progress(j, "start %s", role_name[order[k]]);
+        if (runner_spawn(j, order[k], err, sizeof(err)) != 0) finish(j, KF_INFRA_ERROR, "worker", "judge: %s", err);
     }
+    for (int k = 0; k < 3; k++) ready_wait(j, order[k]);
+    json_object_set_new(sj, "runners_ready_s", json_real(kf_util_now_s() - ts));
+    ts = kf_util_now_s();
+    for (int k = 0; k < 2; k++) load_send(j, order[k]);
+    for (int k = 0; k < 2; k++) loaded_wait(j, order[k]);
+    json_object_set_new(sj, "task_loaded_s", json_real(kf_util_now_s() - ts));
+    ts = kf_util_now_s();
+    load_send(j, R_CAND);
+    loaded_wait(j, R_CAND);
+    json_object_set_new(sj, "candidate_loaded_s", json_real(kf_util_now_s() - ts));
     json_object_set_new(j->metrics, "setup", sj);
     runner *C = &j->r[R_CAND];
     if (j->be->freeze_runners) {

@@ -19,8 +19,10 @@
  * (ROLE is reference|baseline|candidate, for messages only; BACKEND is cpu|cuda.)
  *
  * The runner maps the arena [cuda: sets up the device], answers KF_RP_READY,
- * loads SO_PATH (dlopen: its constructors run here, after confinement),
- * answers one KF_RP_LOADED reply, then serves
+ * waits for KF_RP_LOAD (so the judge can set up every runner at once and
+ * still let the candidate's code run only after the task's runners are
+ * loaded), loads SO_PATH (dlopen: its constructors run here, after
+ * confinement), answers one KF_RP_LOADED reply, then serves
  * commands until KF_RP_QUIT or EOF. Every command is one kf_rp_cmd; every
  * answer one kf_rp_reply, both fixed-size, so a short or malformed record is
  * a protocol violation the judge blames on the runner.
@@ -49,7 +51,8 @@ enum {
                          i x stride (a batch: one doorbell, one answer) */
     KF_RP_NOOP = 2,   /* answer at once (cuda: after a device synchronize) */
     KF_RP_QUIT = 3,
-    KF_RP_RESET = 4   /* cuda, trusted runners: reset persisting-L2 state, untimed */
+    KF_RP_RESET = 4,  /* cuda, trusted runners: reset persisting-L2 state, untimed */
+    KF_RP_LOAD = 5    /* after KF_RP_READY, once: load the shared object now */
 };
 
 enum {

@@ -10,7 +10,8 @@
  * uid, rlimits); its environment is the few variables the judge passes.
  *
  * Life: map the arena (fd 5), [cuda: set the device, import the judge's
- * allocation, create the task stream, start CUPTI kernel records], dlopen the
+ * allocation, create the task stream, start CUPTI kernel records], reply
+ * KF_RP_READY, wait for KF_RP_LOAD, dlopen the
  * shared object (its constructors run now), reply KF_RP_LOADED, then for
  * every KF_RP_CALL build a kf_call whose pointers lie in the arena, call
  * kf_entry, [cuda: synchronize the whole device, read the error state],
@@ -295,6 +296,11 @@ int main(int argc, char **argv)
 #endif
 
     reply(KF_RP_READY, 0, KF_RP_ST_OK, 0, 0, -1, 0, NULL);
+    {
+        kf_rp_cmd c;
+        if (read_full(KF_RP_FD_CMD, &c, sizeof(c)) != 0) return 0; /* judge gone: done */
+        if (c.magic != KF_RP_MAGIC || c.op != KF_RP_LOAD) return 0;
+    }
     dlerror();
     void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
