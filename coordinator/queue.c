@@ -96,7 +96,9 @@ kf_queue_status kf_queue_lease(kf_db *db, const kf_queue_config *cfg, const char
      * per unit of share (fewest first), and within a campaign verification
      * jobs first, then the oldest job (index jobs_queued_campaign); the
      * LATERAL probe stops at the first campaign with a job this worker may
-     * take, so a huge queue is never sorted. */
+     * take, so a huge queue is never sorted. The leased jobs are counted
+     * only when more than one campaign runs (counting costs a scan of every
+     * lease in the fleet: 0.45 ms of a 0.6 ms lease at 1,000 workers). */
     PGresult *r = kf_db_exec(db,
         "UPDATE jobs SET state = 'leased', fencing_token = nextval('fencing_seq'),"
         "  lease_token = decode($4, 'hex'), acked = false,"
@@ -104,8 +106,9 @@ kf_queue_status kf_queue_lease(kf_db *db, const kf_queue_config *cfg, const char
         "  lease_deadline = now() + $3::bigint * interval '1 millisecond' "
         "WHERE id = (SELECT x.id FROM"
         "  (SELECT c.id AS cid FROM campaigns c WHERE c.state = 'running'"
-        "   ORDER BY (SELECT count(*) FROM jobs l WHERE l.campaign_id = c.id"
-        "             AND l.state = 'leased') / c.share, c.id) k"
+        "   ORDER BY CASE WHEN (SELECT count(*) FROM campaigns r WHERE r.state = 'running') > 1"
+        "            THEN (SELECT count(*) FROM jobs l WHERE l.campaign_id = c.id"
+        "                  AND l.state = 'leased') / c.share END, c.id) k"
         "  CROSS JOIN LATERAL"
         "  (SELECT j.id FROM jobs j WHERE j.campaign_id = k.cid AND j.state = 'queued'"
         "     AND j.target = ANY($2::text[])"
@@ -173,13 +176,18 @@ kf_queue_status kf_queue_heartbeat(kf_db *db, const kf_queue_config *cfg, const 
      * this worker's and its token matches, and refresh the worker's
      * last_seen at most every 2 s. The token is compared through SHA-256 of
      * both sides: a comparison that stops at the first differing byte then
-     * tells a guesser nothing about the token's bytes. */
+     * tells a guesser nothing about the token's bytes. The state test is
+     * written "IS TRUE" so that no plan reaches the row through the partial
+     * index jobs_leased (its predicate would match "state = 'leased'"): a
+     * cached generic plan did, and then scanned every lease of the fleet
+     * per heartbeat (0.5 ms at 1,000 workers) instead of one primary-key
+     * probe. */
     const char *p[5] = { job, tok, worker_id, tokhex, lease };
     PGresult *r = kf_db_exec(db,
         "WITH w AS (UPDATE workers SET last_seen = now() WHERE id = $3"
         "           AND last_seen < now() - interval '2 seconds' RETURNING 1)"
         " UPDATE jobs SET lease_deadline = now() + $5::bigint * interval '1 millisecond', acked = true"
-        " WHERE id = $1::bigint AND fencing_token = $2::bigint AND state = 'leased' AND worker_id = $3"
+        " WHERE id = $1::bigint AND fencing_token = $2::bigint AND (state = 'leased') IS TRUE AND worker_id = $3"
         "   AND sha256(lease_token) = sha256(decode($4, 'hex')) RETURNING (SELECT count(*) FROM w)",
         5, p, err, errlen);
     if (!r) return KF_Q_ERROR;
