@@ -113,6 +113,36 @@ kf_queue_status kf_queue_result(kf_db *db, const kf_queue_config *cfg, const cha
                                 size_t lease_token_len, const kf_result *res,
                                 int *requeued, char *err, size_t errlen);
 
+/* One result of a group (kf_queue_result_group): the request's fields in,
+ * the outcome out. */
+typedef struct {
+    const char *worker_id;
+    int64_t job_id, token;
+    const uint8_t *lease_token;
+    size_t lease_token_len;
+    const kf_result *res;
+    kf_queue_status st;        /* out: as kf_queue_result would return for it alone */
+    int requeued;              /* out: an infra_error put the job back */
+    char err[512];             /* out: the reason of any status but KF_Q_OK */
+} kf_queue_item;
+
+/* Group commit: store the n results of items in one transaction, committed
+ * durably once, each item's outcome exactly the one kf_queue_result gives
+ * (same checks: job locked, exactly once per (job, token), fencing token and
+ * lease token current and the worker's). Items whose checks fail are
+ * answered from the locked rows and store nothing; the rest are stored with
+ * one statement per table for the whole group. Infra_error results, results
+ * of verification jobs and a second result for a job already in the group
+ * are stored after the group commits, each by kf_queue_result. When the
+ * group's transaction fails (database error, deadlock, lost connection) it
+ * is rolled back and every item is stored on its own by kf_queue_result,
+ * so one bad result never decides another's acknowledgement. A verdict
+ * check of an ok result against the campaign's verification bar is made
+ * once per (campaign, target) with the group's best speedup. Returns the
+ * number of items stored in the group transaction itself (0 after a
+ * fallback); every item's st is set. */
+int kf_queue_result_group(kf_db *db, const kf_queue_config *cfg, kf_queue_item *items, int n);
+
 /* Undo a lease that never reached the worker (the reply could not be built
  * or sent): back to queued, the attempt not counted. Only if (job, token) is
  * still the current lease. Returns 0 or -1 with reason. */

@@ -44,7 +44,18 @@ typedef struct {
     char stored_hex[2 * KF_WIRE_KEY_LEN + 1];
 } srv_cred;
 
-/* State every serving thread shares, under mu. */
+/* A result waiting for the group commit (on_result): the serving thread
+ * that submitted it sleeps until `done`. */
+typedef struct grp_wait {
+    kf_queue_item item;
+    int done;
+    struct grp_wait *next;
+} grp_wait;
+
+#define KF_SERVER_GROUP_MAX 256 /* results stored per group transaction at most */
+
+/* State every serving thread shares, under mu; the group commit's queue
+ * under gmu. */
 typedef struct {
     pthread_mutex_t mu;
     srv_cred creds[KF_SERVER_KEY_CACHE];
@@ -53,6 +64,11 @@ typedef struct {
     int unauth_in_window, logs_in_window, suppressed;
     uint8_t inflight[KF_SERVER_MAX_THREADS][KF_WIRE_MAC_LEN]; /* header MACs being handled */
     int inflight_used[KF_SERVER_MAX_THREADS];
+    pthread_mutex_t gmu;
+    pthread_cond_t gcond;
+    grp_wait *ghead, *gtail; /* results waiting for the next group */
+    int gleader;             /* a thread is storing a group now */
+    long groups, grouped;    /* groups committed and results in them (statistics) */
 } srv_shared;
 
 /* One serving context: the top-level server (single-threaded mode, and the
@@ -98,6 +114,8 @@ kf_server *kf_server_new(const kf_server_config *cfg, kf_db *db, char *err, size
         return NULL;
     }
     pthread_mutex_init(&sh->mu, NULL);
+    pthread_mutex_init(&sh->gmu, NULL);
+    pthread_cond_init(&sh->gcond, NULL);
     s->sh = sh;
     s->cfg = cfg;
     s->db = db;
@@ -160,6 +178,8 @@ fail:
 fail_sock:
     if (sh->replay) kf_replay_free(sh->replay);
     pthread_mutex_destroy(&sh->mu);
+    pthread_mutex_destroy(&sh->gmu);
+    pthread_cond_destroy(&sh->gcond);
     free(s->pool);
     free(s->tids);
     free(sh);
@@ -172,10 +192,15 @@ void kf_server_free(kf_server *s)
     if (!s) return;
     atomic_store(&s->stop, 1);
     for (int i = 0; i < s->nthreads; i++) pthread_join(s->tids[i], NULL);
+    if (s->sh->groups)
+        kf_log("group commit: %ld results stored in %ld transactions (%.1f per group)",
+               s->sh->grouped, s->sh->groups, (double)s->sh->grouped / (double)s->sh->groups);
     for (int i = 0; i < s->nthreads; i++) kf_db_close(s->pool[i].db);
     nn_close(s->sock);
     kf_replay_free(s->sh->replay);
     pthread_mutex_destroy(&s->sh->mu);
+    pthread_mutex_destroy(&s->sh->gmu);
+    pthread_cond_destroy(&s->sh->gcond);
     free(s->sh);
     free(s->pool);
     free(s->tids);
@@ -547,6 +572,54 @@ static void on_heartbeat(kf_server *s, const Kfarm__Heartbeat *m, Kfarm__Reply *
 
 /* ---- Result ---- */
 
+/* Group commit, leader/follower: the result joins the queue of results
+ * waiting; when no serving thread is storing a group, this one becomes the
+ * leader, takes every result waiting (up to KF_SERVER_GROUP_MAX) and stores
+ * them in one transaction on its own connection (kf_queue_result_group),
+ * then wakes the others. A thread returns only when its own result's
+ * transaction has committed (or failed), so every reply is sent after the
+ * commit that stored it. While a leader stores, the results of the other
+ * threads gather for the next group. */
+static void group_submit(kf_server *s, grp_wait *w)
+{
+    srv_shared *sh = s->sh;
+    w->done = 0;
+    w->next = NULL;
+    pthread_mutex_lock(&sh->gmu);
+    if (sh->gtail) sh->gtail->next = w;
+    else sh->ghead = w;
+    sh->gtail = w;
+    while (!w->done) {
+        if (sh->gleader) {
+            pthread_cond_wait(&sh->gcond, &sh->gmu);
+            continue;
+        }
+        sh->gleader = 1;
+        grp_wait *batch[KF_SERVER_GROUP_MAX];
+        kf_queue_item items[KF_SERVER_GROUP_MAX];
+        int n = 0;
+        while (sh->ghead && n < KF_SERVER_GROUP_MAX) {
+            batch[n] = sh->ghead;
+            items[n] = sh->ghead->item;
+            n++;
+            sh->ghead = sh->ghead->next;
+        }
+        if (!sh->ghead) sh->gtail = NULL;
+        pthread_mutex_unlock(&sh->gmu);
+        kf_queue_result_group(s->db, &s->cfg->queue, items, n);
+        pthread_mutex_lock(&sh->gmu);
+        for (int i = 0; i < n; i++) {
+            batch[i]->item = items[i];
+            batch[i]->done = 1;
+        }
+        sh->groups++;
+        sh->grouped += n;
+        sh->gleader = 0;
+        pthread_cond_broadcast(&sh->gcond);
+    }
+    pthread_mutex_unlock(&sh->gmu);
+}
+
 static void on_result(kf_server *s, const Kfarm__Result *m, Kfarm__Reply *rep, char *dbuf,
                       size_t dcap)
 {
@@ -564,13 +637,18 @@ static void on_result(kf_server *s, const Kfarm__Result *m, Kfarm__Reply *rep, c
         .baseline_us = m->has_baseline_us ? m->baseline_us : 0,
         .speedup = m->has_speedup ? m->speedup : 0,
     };
-    char err[512];
-    int requeued = 0;
-    kf_queue_status st = kf_queue_result(s->db, &s->cfg->queue, m->worker_id,
-                                         (int64_t)m->job_id, (int64_t)m->fencing_token,
-                                         m->has_lease_token ? m->lease_token.data : NULL,
-                                         m->has_lease_token ? m->lease_token.len : 0, &r,
-                                         &requeued, err, sizeof(err));
+    grp_wait w;
+    memset(&w, 0, sizeof(w));
+    w.item.worker_id = m->worker_id;
+    w.item.job_id = (int64_t)m->job_id;
+    w.item.token = (int64_t)m->fencing_token;
+    w.item.lease_token = m->has_lease_token ? m->lease_token.data : NULL;
+    w.item.lease_token_len = m->has_lease_token ? m->lease_token.len : 0;
+    w.item.res = &r;
+    group_submit(s, &w);
+    kf_queue_status st = w.item.st;
+    int requeued = w.item.requeued;
+    const char *err = w.item.err;
     switch (st) {
     case KF_Q_OK:
         rep->status = KFARM__STATUS__OK;
