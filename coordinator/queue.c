@@ -36,7 +36,25 @@ kf_queue_status kf_queue_lease(kf_db *db, const kf_queue_config *cfg, const char
                                const char *const *classes, int n, kf_lease *out,
                                char *err, size_t errlen)
 {
-    memset(out, 0, sizeof(*out));
+    int got = 0;
+    return kf_queue_lease_many(db, cfg, worker_id, classes, n, 1, out, &got, err, errlen);
+}
+
+static int lease_cmp(const void *a, const void *b)
+{
+    const kf_lease *x = a, *y = b;
+    if (x->verify != y->verify) return y->verify - x->verify;
+    return (x->job_id > y->job_id) - (x->job_id < y->job_id);
+}
+
+kf_queue_status kf_queue_lease_many(kf_db *db, const kf_queue_config *cfg, const char *worker_id,
+                                    const char *const *classes, int n, int max, kf_lease *out,
+                                    int *got, char *err, size_t errlen)
+{
+    *got = 0;
+    if (max < 1) max = 1;
+    if (max > KF_QUEUE_MAX_LEASES) max = KF_QUEUE_MAX_LEASES;
+    memset(out, 0, sizeof(*out) * (size_t)max);
     char *arr = kf_db_text_array(classes, n);
     char lease[24];
     i64s(lease, cfg->lease_ms);
@@ -85,14 +103,26 @@ kf_queue_status kf_queue_lease(kf_db *db, const kf_queue_config *cfg, const char
                  worker_id, qreason, worker_id);
         return KF_Q_NO_JOB;
     }
-    char tokhex[2 * KF_QUEUE_TOKEN_LEN + 1];
-    if (RAND_bytes(out->lease_token, KF_QUEUE_TOKEN_LEN) != 1) {
-        free(use);
-        snprintf(err, errlen, "RAND_bytes failed");
-        return KF_Q_ERROR;
+    /* one random lease token per job that may be leased: {hex,hex,...} */
+    char toks[KF_QUEUE_MAX_LEASES * (2 * KF_QUEUE_TOKEN_LEN + 1) + 2], mx[24];
+    size_t tl = 0;
+    toks[tl++] = '{';
+    for (int i = 0; i < max; i++) {
+        uint8_t t[KF_QUEUE_TOKEN_LEN];
+        if (RAND_bytes(t, KF_QUEUE_TOKEN_LEN) != 1) {
+            free(use);
+            snprintf(err, errlen, "RAND_bytes failed");
+            return KF_Q_ERROR;
+        }
+        if (i) toks[tl++] = ',';
+        kf_wire_hex(t, KF_QUEUE_TOKEN_LEN, toks + tl);
+        tl += 2 * KF_QUEUE_TOKEN_LEN;
+        OPENSSL_cleanse(t, sizeof(t));
     }
-    kf_wire_hex(out->lease_token, KF_QUEUE_TOKEN_LEN, tokhex);
-    const char *p[4] = { worker_id, use, lease, tokhex };
+    toks[tl++] = '}';
+    toks[tl] = 0;
+    i64s(mx, max);
+    const char *p[5] = { worker_id, use, lease, toks, mx };
     /* Fair share: running campaigns are tried in order of their leased jobs
      * per unit of share (fewest first), and within a campaign verification
      * jobs first, then the oldest job (index jobs_queued_campaign); the
@@ -101,11 +131,7 @@ kf_queue_status kf_queue_lease(kf_db *db, const kf_queue_config *cfg, const char
      * only when more than one campaign runs (counting costs a scan of every
      * lease in the fleet: 0.45 ms of a 0.6 ms lease at 1,000 workers). */
     PGresult *r = kf_db_exec(db,
-        "UPDATE jobs SET state = 'leased', fencing_token = nextval('fencing_seq'),"
-        "  lease_token = decode($4, 'hex'), acked = false,"
-        "  attempts = attempts + 1, worker_id = $1, leased_at = now(),"
-        "  lease_deadline = now() + $3::bigint * interval '1 millisecond' "
-        "WHERE id = (SELECT x.id FROM"
+        "WITH pick AS (SELECT x.id, row_number() OVER () AS rn FROM"
         "  (SELECT c.id AS cid FROM campaigns c WHERE c.state = 'running'"
         "   ORDER BY CASE WHEN (SELECT count(*) FROM campaigns r WHERE r.state = 'running') > 1"
         "            THEN (SELECT count(*) FROM jobs l WHERE l.campaign_id = c.id"
@@ -127,25 +153,45 @@ kf_queue_status kf_queue_lease(kf_db *db, const kf_queue_config *cfg, const char
         "                        AND NOT EXISTS (SELECT 1 FROM evaluations e2 WHERE e2.job_id = j.id"
         "                          AND e2.worker_id = w.id AND e2.verdict = 'infra_error'"
         "                          AND e2.reported)))"
-        "   ORDER BY (j.purpose <> 'verify'), j.id LIMIT 1 FOR UPDATE OF j SKIP LOCKED) x LIMIT 1) "
-        "RETURNING id, fencing_token, candidate_id, campaign_id, COALESCE(seed, id),"
-        "  attempts, target, purpose = 'verify'", 4, p, err, errlen);
+        "   ORDER BY (j.purpose <> 'verify'), j.id LIMIT $5::int FOR UPDATE OF j SKIP LOCKED) x"
+        "  LIMIT $5::int) "
+        "UPDATE jobs SET state = 'leased', fencing_token = nextval('fencing_seq'),"
+        "  lease_token = decode(($4::text[])[pick.rn], 'hex'), acked = false,"
+        "  attempts = attempts + 1, worker_id = $1, leased_at = now(),"
+        "  lease_deadline = now() + $3::bigint * interval '1 millisecond' "
+        "FROM pick WHERE jobs.id = pick.id "
+        "RETURNING jobs.id, fencing_token, candidate_id, campaign_id, COALESCE(seed, jobs.id),"
+        "  attempts, target, purpose = 'verify', lease_token", 5, p, err, errlen);
+    OPENSSL_cleanse(toks, sizeof(toks));
     free(use);
     if (!r) return KF_Q_ERROR;
-    if (PQntuples(r) == 0) {
+    int nr = PQntuples(r);
+    if (nr == 0) {
         PQclear(r);
         snprintf(err, errlen, "no job");
         return KF_Q_NO_JOB;
     }
-    out->job_id = kf_db_i64(r, 0, 0, 0);
-    out->fencing_token = kf_db_i64(r, 0, 1, 0);
-    out->candidate_id = kf_db_i64(r, 0, 2, 0);
-    out->campaign_id = kf_db_i64(r, 0, 3, 0);
-    out->seed = kf_db_i64(r, 0, 4, 0);
-    out->attempt = (int)kf_db_i64(r, 0, 5, 0);
-    out->verify = strcmp(PQgetvalue(r, 0, 7), "t") == 0;
-    snprintf(out->target, sizeof(out->target), "%s", PQgetvalue(r, 0, 6));
+    for (int i = 0; i < nr && i < max; i++) {
+        kf_lease *o = &out[i];
+        o->job_id = kf_db_i64(r, i, 0, 0);
+        o->fencing_token = kf_db_i64(r, i, 1, 0);
+        o->candidate_id = kf_db_i64(r, i, 2, 0);
+        o->campaign_id = kf_db_i64(r, i, 3, 0);
+        o->seed = kf_db_i64(r, i, 4, 0);
+        o->attempt = (int)kf_db_i64(r, i, 5, 0);
+        o->verify = strcmp(PQgetvalue(r, i, 7), "t") == 0;
+        snprintf(o->target, sizeof(o->target), "%s", PQgetvalue(r, i, 6));
+        const char *lt = PQgetvalue(r, i, 8);
+        if (strncmp(lt, "\\x", 2) != 0 || kf_wire_unhex(lt + 2, o->lease_token, KF_QUEUE_TOKEN_LEN) < 0) {
+            PQclear(r);
+            snprintf(err, errlen, "lease token of job %lld unreadable", (long long)o->job_id);
+            return KF_Q_ERROR; /* the leases expire unacknowledged: no attempt counted */
+        }
+        *got = i + 1;
+    }
     PQclear(r);
+    /* verification jobs first, then the oldest (RETURNING has no order) */
+    qsort(out, (size_t)*got, sizeof(*out), lease_cmp);
     return KF_Q_OK;
 }
 
@@ -210,6 +256,66 @@ kf_queue_status kf_queue_heartbeat(kf_db *db, const kf_queue_config *cfg, const 
         snprintf(err, errlen, "job %lld: %s", (long long)job_id,
                  !mine ? "leased to another worker" : "wrong lease token");
     return current ? KF_Q_REJECTED : KF_Q_STALE;
+}
+
+int kf_queue_heartbeat_many(kf_db *db, const kf_queue_config *cfg, const char *worker_id,
+                            kf_queue_hb *hb, int n, char *err, size_t errlen)
+{
+    /* {job,...}, {token,...}, {hex,...}: a lease token of the wrong size
+     * becomes an empty string, which matches no stored token */
+    size_t cap = (size_t)n * (2 * KF_QUEUE_TOKEN_LEN + 48) + 8;
+    char *jobs = malloc(cap), *toks = malloc(cap), *lts = malloc(cap);
+    int extended = -1;
+    if (!jobs || !toks || !lts) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    size_t jl = 0, tl = 0, ll = 0;
+    jobs[jl++] = toks[tl++] = lts[ll++] = '{';
+    for (int i = 0; i < n; i++) {
+        hb[i].alive = 0;
+        jl += (size_t)snprintf(jobs + jl, cap - jl, "%s%lld", i ? "," : "", (long long)hb[i].job_id);
+        tl += (size_t)snprintf(toks + tl, cap - tl, "%s%lld", i ? "," : "", (long long)hb[i].token);
+        if (i) lts[ll++] = ',';
+        lts[ll++] = '"';
+        if (hb[i].lease_token && hb[i].lease_token_len == KF_QUEUE_TOKEN_LEN) {
+            kf_wire_hex(hb[i].lease_token, KF_QUEUE_TOKEN_LEN, lts + ll);
+            ll += 2 * KF_QUEUE_TOKEN_LEN;
+        }
+        lts[ll++] = '"';
+    }
+    snprintf(jobs + jl, cap - jl, "}");
+    snprintf(toks + tl, cap - tl, "}");
+    snprintf(lts + ll, cap - ll, "}");
+    char lease[24];
+    i64s(lease, cfg->lease_ms);
+    const char *p[5] = { worker_id, jobs, toks, lts, lease };
+    /* the statement of kf_queue_heartbeat, over the list (see there for the
+     * token comparison and the "IS TRUE") */
+    PGresult *r = kf_db_exec(db,
+        "WITH w AS (UPDATE workers SET last_seen = now() WHERE id = $1"
+        "           AND last_seen < now() - interval '2 seconds' RETURNING 1)"
+        " UPDATE jobs SET lease_deadline = now() + $5::bigint * interval '1 millisecond', acked = true"
+        " FROM unnest($2::bigint[], $3::bigint[], $4::text[]) AS q(job, tok, lt)"
+        " WHERE jobs.id = q.job AND jobs.fencing_token = q.tok AND (jobs.state = 'leased') IS TRUE"
+        "   AND jobs.worker_id = $1 AND sha256(jobs.lease_token) = sha256(decode(q.lt, 'hex'))"
+        " RETURNING jobs.id, jobs.fencing_token, (SELECT count(*) FROM w)", 5, p, err, errlen);
+    if (!r) goto out;
+    extended = 0;
+    for (int k = 0; k < PQntuples(r); k++) {
+        int64_t id = kf_db_i64(r, k, 0, -1), tok = kf_db_i64(r, k, 1, -1);
+        for (int i = 0; i < n; i++)
+            if (hb[i].job_id == id && hb[i].token == tok && !hb[i].alive) {
+                hb[i].alive = 1;
+                extended++;
+            }
+    }
+    PQclear(r);
+out:
+    free(jobs);
+    free(toks);
+    free(lts);
+    return extended;
 }
 
 /* A double as a text parameter, or NULL when "not measured". */

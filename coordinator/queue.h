@@ -87,11 +87,37 @@ kf_queue_status kf_queue_lease(kf_db *db, const kf_queue_config *cfg, const char
                                const char *const *classes, int n, kf_lease *out,
                                char *err, size_t errlen);
 
+#define KF_QUEUE_MAX_LEASES 64 /* jobs leased by one kf_queue_lease_many at most */
+
+/* Lease up to max (1..KF_QUEUE_MAX_LEASES) jobs at once, as kf_queue_lease
+ * leases one, in one statement: out[0..*got) receive them (verification
+ * jobs first, then oldest first), each with its own fencing token and
+ * random lease token. Returns KF_Q_OK (*got >= 1), KF_Q_NO_JOB or
+ * KF_Q_ERROR with reason. */
+kf_queue_status kf_queue_lease_many(kf_db *db, const kf_queue_config *cfg, const char *worker_id,
+                                    const char *const *classes, int n, int max, kf_lease *out,
+                                    int *got, char *err, size_t errlen);
+
 /* Extend the lease of (job, token) to now + lease_ms. KF_Q_OK, KF_Q_STALE,
  * or KF_Q_ERROR. */
 kf_queue_status kf_queue_heartbeat(kf_db *db, const kf_queue_config *cfg, const char *worker_id,
                                    int64_t job_id, int64_t token, const uint8_t *lease_token,
                                    size_t lease_token_len, char *err, size_t errlen);
+
+/* One lease of a heartbeat that covers several (kf_queue_heartbeat_many). */
+typedef struct {
+    int64_t job_id, token;
+    const uint8_t *lease_token;
+    size_t lease_token_len;
+    int alive;                 /* out: 1 extended, 0 not current or not this worker's */
+} kf_queue_hb;
+
+/* Extend every lease of hb[0..n) held by worker_id in one statement (as
+ * kf_queue_heartbeat, each checked alike: current, this worker's, lease
+ * token equal). hb[i].alive says which were extended. Returns the number
+ * extended, or -1 with reason (database; none extended). */
+int kf_queue_heartbeat_many(kf_db *db, const kf_queue_config *cfg, const char *worker_id,
+                            kf_queue_hb *hb, int n, char *err, size_t errlen);
 
 /* A worker's report. Strings may be NULL; times in µs, <= 0 or non-finite
  * means "not measured" (stored as NULL). */

@@ -81,6 +81,7 @@ struct kf_server {
     srv_shared *sh;
     void *control;           /* raw: the routing header of the request being answered (NN_MSG chunk) */
     int slot;                /* this context's in-flight slot */
+    uint64_t cancel_buf[4 * KF_QUEUE_MAX_LEASES]; /* a heartbeat reply's cancel_jobs */
     /* top level only */
     struct kf_server *pool;
     pthread_t *tids;
@@ -382,7 +383,6 @@ static void on_register_(kf_server *s, const peer *who, const Kfarm__Register *m
 
 /* Everything a Job reply points into, freed after the reply is sealed. */
 typedef struct {
-    PGresult *r;
     json_t *files, *defines;
     Kfarm__Job job;
     Kfarm__TaskFile *tf;
@@ -395,7 +395,6 @@ typedef struct {
 
 static void payload_free(job_payload *p)
 {
-    if (p->r) PQclear(p->r);
     json_decref(p->files);
     json_decref(p->defines);
     free(p->tf);
@@ -407,28 +406,16 @@ static void payload_free(job_payload *p)
     memset(p, 0, sizeof(*p));
 }
 
-/* Fill p->job for lease l. Returns 0 or -1 with reason. */
-static int build_payload(kf_server *s, const kf_lease *l, job_payload *p, char *err,
-                         size_t errlen)
+/* Fill p->job for lease l from row `row` of r (the rows of
+ * fetch_payloads; r outlives p). Returns 0 or -1 with reason. */
+static int build_payload(kf_server *s, const kf_lease *l, job_payload *p, PGresult *r, int row,
+                         char *err, size_t errlen)
 {
-    char job[24];
-    snprintf(job, sizeof(job), "%lld", (long long)l->job_id);
-    const char *pp[1] = { job };
-    p->r = kf_db_exec(s->db,
-        "SELECT t.name, t.spec_text, t.files::text, k.source, k.defines::text "
-        "FROM jobs j JOIN candidates k ON k.id = j.candidate_id "
-        "JOIN campaigns c ON c.id = j.campaign_id JOIN tasks t ON t.id = c.task_id "
-        "WHERE j.id = $1::bigint", 1, pp, err, errlen);
-    if (!p->r) return -1;
-    if (PQntuples(p->r) != 1) {
-        snprintf(err, errlen, "job %s vanished", job);
-        return -1;
-    }
     json_error_t je;
-    p->files = json_loads(PQgetvalue(p->r, 0, 2), 0, &je);
-    p->defines = json_loads(PQgetvalue(p->r, 0, 4), 0, &je);
+    p->files = json_loads(PQgetvalue(r, row, 2), 0, &je);
+    p->defines = json_loads(PQgetvalue(r, row, 4), 0, &je);
     if (!json_is_object(p->files) || !json_is_object(p->defines)) {
-        snprintf(err, errlen, "job %s: stored files/defines are not JSON objects", job);
+        snprintf(err, errlen, "job %lld: stored files/defines are not JSON objects", (long long)l->job_id);
         return -1;
     }
     Kfarm__Job init = KFARM__JOB__INIT;
@@ -436,10 +423,10 @@ static int build_payload(kf_server *s, const kf_lease *l, job_payload *p, char *
     p->job.job_id = (uint64_t)l->job_id;
     p->job.fencing_token = (uint64_t)l->fencing_token;
     p->job.candidate_id = (uint64_t)l->candidate_id;
-    p->job.task_name = PQgetvalue(p->r, 0, 0);
-    p->job.task_json = PQgetvalue(p->r, 0, 1);
-    p->job.source.data = (uint8_t *)PQgetvalue(p->r, 0, 3);
-    p->job.source.len = (size_t)PQgetlength(p->r, 0, 3);
+    p->job.task_name = PQgetvalue(r, row, 0);
+    p->job.task_json = PQgetvalue(r, row, 1);
+    p->job.source.data = (uint8_t *)PQgetvalue(r, row, 3);
+    p->job.source.len = (size_t)PQgetlength(r, row, 3);
     p->job.lease_ms = (uint32_t)s->cfg->queue.lease_ms;
     p->job.target = (char *)l->target;
     p->job.has_seed = 1;
@@ -494,8 +481,33 @@ static int build_payload(kf_server *s, const kf_lease *l, job_payload *p, char *
     return 0;
 }
 
-static void on_get_job(kf_server *s, const Kfarm__GetJob *m, Kfarm__Reply *rep, job_payload *p,
-                       kf_lease *l, char *dbuf, size_t dcap)
+/* The leases of one GetJob reply and everything their Job messages point
+ * into (freed after the reply is sealed). */
+typedef struct {
+    int n;
+    kf_lease l[KF_QUEUE_MAX_LEASES];
+    job_payload p[KF_QUEUE_MAX_LEASES];
+    Kfarm__Job *more[KF_QUEUE_MAX_LEASES];
+    PGresult *r;
+} lease_set;
+
+static void lease_set_free(lease_set *ls)
+{
+    if (!ls) return;
+    for (int i = 0; i < ls->n; i++) payload_free(&ls->p[i]);
+    if (ls->r) PQclear(ls->r);
+    free(ls);
+}
+
+/* A reply of several jobs stays under this many bytes of sources and task
+ * files (the wire allows KF_WIRE_MAX_MSG); leases beyond it are released. */
+#define KF_SERVER_REPLY_BUDGET (KF_WIRE_MAX_MSG / 2)
+
+/* Lease up to m->max_jobs jobs (one when absent) for m's worker into *lsp
+ * (allocated here; the caller frees it with lease_set_free after sending)
+ * and point rep->job (and rep->more_jobs) at them. */
+static void on_get_job(kf_server *s, const Kfarm__GetJob *m, Kfarm__Reply *rep, lease_set **lsp,
+                       char *dbuf, size_t dcap)
 {
     if (!ok_str(m->worker_id, 128) || !ok_classes(m->classes, m->n_classes)) {
         rep->status = KFARM__STATUS__REJECTED;
@@ -503,9 +515,19 @@ static void on_get_job(kf_server *s, const Kfarm__GetJob *m, Kfarm__Reply *rep, 
         return;
     }
     char err[512];
-    kf_queue_status st = kf_queue_lease(s->db, &s->cfg->queue, m->worker_id,
-                                        (const char *const *)m->classes, (int)m->n_classes, l,
-                                        err, sizeof(err));
+    lease_set *ls = calloc(1, sizeof(*ls));
+    if (!ls) {
+        rep->status = KFARM__STATUS__ERROR;
+        set_detail(rep, dbuf, dcap, "out of memory");
+        return;
+    }
+    *lsp = ls;
+    int want = m->has_max_jobs && m->max_jobs > 1
+        ? (m->max_jobs > KF_QUEUE_MAX_LEASES ? KF_QUEUE_MAX_LEASES : (int)m->max_jobs) : 1;
+    int got = 0;
+    kf_queue_status st = kf_queue_lease_many(s->db, &s->cfg->queue, m->worker_id,
+                                             (const char *const *)m->classes, (int)m->n_classes,
+                                             want, ls->l, &got, err, sizeof(err));
     if (st == KF_Q_NO_JOB) {
         rep->status = KFARM__STATUS__NO_JOB;
         set_detail(rep, dbuf, dcap, err);
@@ -517,21 +539,72 @@ static void on_get_job(kf_server *s, const Kfarm__GetJob *m, Kfarm__Reply *rep, 
         set_detail(rep, dbuf, dcap, err);
         return;
     }
-    if (build_payload(s, l, p, err, sizeof(err)) < 0) {
+    /* every job's task, source and defines in one statement */
+    char *ids = malloc((size_t)got * 24 + 4);
+    size_t il = 0;
+    if (ids) {
+        ids[il++] = '{';
+        for (int i = 0; i < got; i++)
+            il += (size_t)snprintf(ids + il, 24, "%s%lld", i ? "," : "", (long long)ls->l[i].job_id);
+        ids[il++] = '}';
+        ids[il] = 0;
+        const char *pp[1] = { ids };
+        ls->r = kf_db_exec(s->db,
+            "SELECT t.name, t.spec_text, t.files::text, k.source, k.defines::text, j.id "
+            "FROM jobs j JOIN candidates k ON k.id = j.candidate_id "
+            "JOIN campaigns c ON c.id = j.campaign_id JOIN tasks t ON t.id = c.task_id "
+            "WHERE j.id = ANY($1::bigint[])", 1, pp, err, sizeof(err));
+        free(ids);
+    } else {
+        snprintf(err, sizeof(err), "out of memory");
+    }
+    size_t bytes = 0;
+    int kept = 0, failed = !ls->r;
+    for (int i = 0; i < got && !failed; i++) {
+        int row = -1;
+        for (int k = 0; k < PQntuples(ls->r) && row < 0; k++)
+            if (kf_db_i64(ls->r, k, 5, -1) == ls->l[i].job_id) row = k;
+        if (row < 0) {
+            snprintf(err, sizeof(err), "job %lld vanished", (long long)ls->l[i].job_id);
+            failed = 1;
+            break;
+        }
+        size_t b = (size_t)PQgetlength(ls->r, row, 1) + (size_t)PQgetlength(ls->r, row, 2) +
+                   (size_t)PQgetlength(ls->r, row, 3) + (size_t)PQgetlength(ls->r, row, 4);
+        if (i > 0 && bytes + b > KF_SERVER_REPLY_BUDGET) break; /* the rest go back */
+        ls->n = i + 1;
+        if (build_payload(s, &ls->l[i], &ls->p[i], ls->r, row, err, sizeof(err)) < 0) {
+            failed = 1;
+            break;
+        }
+        bytes += b;
+        kept = i + 1;
+    }
+    if (failed) kept = 0;
+    /* leases that will not be sent: back to the queue, the attempt not counted */
+    for (int i = kept; i < got; i++) {
         char e2[256];
-        kf_log("job %lld: cannot build the job for %s: %s (released)", (long long)l->job_id,
-               m->worker_id, err);
-        kf_queue_release(s->db, l->job_id, l->fencing_token, e2, sizeof(e2));
-        l->job_id = 0;
+        if (failed)
+            kf_log("job %lld: cannot build the job for %s: %s (released)", (long long)ls->l[i].job_id,
+                   m->worker_id, err);
+        kf_queue_release(s->db, ls->l[i].job_id, ls->l[i].fencing_token, e2, sizeof(e2));
+    }
+    if (failed) {
         rep->status = KFARM__STATUS__ERROR;
         set_detail(rep, dbuf, dcap, err);
         return;
     }
-    kf_log("job %lld (candidate %lld, %s%s) leased to %s, lease %lld, attempt %d",
-           (long long)l->job_id, (long long)l->candidate_id, l->target,
-           l->verify ? ", verification" : "", m->worker_id, (long long)l->fencing_token, l->attempt);
+    for (int i = 0; i < kept; i++) {
+        const kf_lease *l = &ls->l[i];
+        kf_log("job %lld (candidate %lld, %s%s) leased to %s, lease %lld, attempt %d",
+               (long long)l->job_id, (long long)l->candidate_id, l->target,
+               l->verify ? ", verification" : "", m->worker_id, (long long)l->fencing_token, l->attempt);
+        if (i > 0) ls->more[i - 1] = &ls->p[i].job;
+    }
     rep->status = KFARM__STATUS__OK;
-    rep->job = &p->job;
+    rep->job = &ls->p[0].job;
+    rep->n_more_jobs = (size_t)(kept - 1);
+    rep->more_jobs = kept > 1 ? ls->more : NULL;
 }
 
 /* ---- Heartbeat ---- */
@@ -545,11 +618,50 @@ static void on_heartbeat(kf_server *s, const Kfarm__Heartbeat *m, Kfarm__Reply *
         return;
     }
     char err[512];
-    kf_queue_status st = kf_queue_heartbeat(s->db, &s->cfg->queue, m->worker_id,
-                                            (int64_t)m->job_id, (int64_t)m->fencing_token,
-                                            m->has_lease_token ? m->lease_token.data : NULL,
-                                            m->has_lease_token ? m->lease_token.len : 0,
-                                            err, sizeof(err));
+    kf_queue_status st = KF_Q_ERROR;
+    if (m->n_more > 0) {
+        /* every lease the worker holds, in one statement; job_id's own
+         * refusal is then asked again alone, for its exact reason */
+        size_t n = m->n_more + 1;
+        if (n > 4 * KF_QUEUE_MAX_LEASES) {
+            rep->status = KFARM__STATUS__REJECTED;
+            set_detail(rep, dbuf, dcap, "heartbeat: too many leases in one heartbeat");
+            return;
+        }
+        kf_queue_hb hb[4 * KF_QUEUE_MAX_LEASES];
+        for (size_t i = 0; i < n; i++) {
+            const Kfarm__LeaseRef *r = i ? m->more[i - 1] : NULL;
+            uint64_t job = r ? r->job_id : m->job_id, tok = r ? r->fencing_token : m->fencing_token;
+            int has = r ? r->has_lease_token : m->has_lease_token;
+            const ProtobufCBinaryData *lt = r ? &r->lease_token : &m->lease_token;
+            hb[i].job_id = job > INT64_MAX ? -1 : (int64_t)job;
+            hb[i].token = tok > INT64_MAX ? -1 : (int64_t)tok;
+            hb[i].lease_token = has ? lt->data : NULL;
+            hb[i].lease_token_len = has ? lt->len : 0;
+        }
+        int ext = kf_queue_heartbeat_many(s->db, &s->cfg->queue, m->worker_id, hb, (int)n, err,
+                                          sizeof(err));
+        if (ext < 0) {
+            rep->status = KFARM__STATUS__ERROR;
+            set_detail(rep, dbuf, dcap, err);
+            return;
+        }
+        rep->cancel_jobs = s->cancel_buf;
+        for (size_t i = 1; i < n; i++)
+            if (!hb[i].alive) {
+                s->cancel_buf[rep->n_cancel_jobs++] = m->more[i - 1]->job_id;
+                kf_log("heartbeat from %s: lease %llu of job %llu is not current or not its own "
+                       "(told to cancel)", m->worker_id, (unsigned long long)m->more[i - 1]->fencing_token,
+                       (unsigned long long)m->more[i - 1]->job_id);
+            }
+        if (hb[0].alive) st = KF_Q_OK;
+    }
+    if (st != KF_Q_OK)
+        st = kf_queue_heartbeat(s->db, &s->cfg->queue, m->worker_id,
+                                (int64_t)m->job_id, (int64_t)m->fencing_token,
+                                m->has_lease_token ? m->lease_token.data : NULL,
+                                m->has_lease_token ? m->lease_token.len : 0,
+                                err, sizeof(err));
     if (st == KF_Q_OK) {
         rep->status = KFARM__STATUS__OK;
         rep->has_lease_ms = 1;
@@ -975,10 +1087,7 @@ static void handle(kf_server *s, const uint8_t *msg, size_t len)
     }
     /* 5. only now: decode */
     Kfarm__Request *req = kfarm__request__unpack(NULL, f.body_len, f.body);
-    job_payload payload;
-    kf_lease lease;
-    memset(&payload, 0, sizeof(payload));
-    memset(&lease, 0, sizeof(lease));
+    lease_set *leases = NULL;
     const char *claimed = !req ? NULL
         : req->msg_case == KFARM__REQUEST__MSG_REGISTER ? req->register_->worker_id
         : req->msg_case == KFARM__REQUEST__MSG_GET_JOB ? req->get_job->worker_id
@@ -1009,7 +1118,7 @@ static void handle(kf_server *s, const uint8_t *msg, size_t len)
             on_register(s, &who, req->register_, &rep, dbuf, sizeof(dbuf));
             break;
         case KFARM__REQUEST__MSG_GET_JOB:
-            on_get_job(s, req->get_job, &rep, &payload, &lease, dbuf, sizeof(dbuf));
+            on_get_job(s, req->get_job, &rep, &leases, dbuf, sizeof(dbuf));
             break;
         case KFARM__REQUEST__MSG_HEARTBEAT:
             on_heartbeat(s, req->heartbeat, &rep, dbuf, sizeof(dbuf));
@@ -1025,8 +1134,12 @@ static void handle(kf_server *s, const uint8_t *msg, size_t len)
                  rep.status == KFARM__STATUS__STALE)) {
                 Kfarm__Reply nrep = KFARM__REPLY__INIT;
                 char nbuf[512];
-                on_get_job(s, req->result->next, &nrep, &payload, &lease, nbuf, sizeof(nbuf));
-                if (nrep.status == KFARM__STATUS__OK && nrep.job) rep.job = nrep.job;
+                on_get_job(s, req->result->next, &nrep, &leases, nbuf, sizeof(nbuf));
+                if (nrep.status == KFARM__STATUS__OK && nrep.job) {
+                    rep.job = nrep.job;
+                    rep.n_more_jobs = nrep.n_more_jobs;
+                    rep.more_jobs = nrep.more_jobs;
+                }
             }
             break;
         case KFARM__REQUEST__MSG_GOODBYE: {
@@ -1053,7 +1166,7 @@ static void handle(kf_server *s, const uint8_t *msg, size_t len)
     if (req && rep.status != KFARM__STATUS__REJECTED &&
         (req->msg_case == KFARM__REQUEST__MSG_REGISTER || req->msg_case == KFARM__REQUEST__MSG_GET_JOB))
         kf_queue_note_clock(s->db, f.id, (int64_t)f.ts_ms - kf_wire_now_ms(), derr, sizeof(derr));
-    payload_free(&payload);
+    lease_set_free(leases);
     if (req) kfarm__request__free_unpacked(req, NULL);
 }
 

@@ -2,7 +2,8 @@
  * loadgen.c -- N simulated workers against a real, running kfarm-coordinator.
  *
  *   loadgen --coordinator ADDR --workers N [--duration S] [--jobs J]
- *           [--queue M] [--heartbeats K] [--piggyback 0|1] [--procs P] [--poll-ms MS]
+ *           [--queue M] [--heartbeats K] [--piggyback 0|1] [--jobs-per-lease L]
+ *           [--procs P] [--poll-ms MS]
  *           [--timeout-ms MS] [--warmup S|auto] [--warmup-max S]
  *           [--drain-s S] [--prefix NAME] [--task DIR]
  *   (database: $KFARM_DB, the coordinator's; migrated here if needed)
@@ -25,6 +26,9 @@
  *    once; the warm-up starts when all of them are answered OK.
  * 3. Warm-up, then the measured window. Each simulated worker loops
  *       GetJob -> K x Heartbeat (default K = 1) -> Result
+ *    (with --jobs-per-lease L > 1: GetJob asks for L jobs (max_jobs), each
+ *    heartbeat covers every job held (Heartbeat.more), then one Result per
+ *    job; --heartbeats then counts heartbeats per lease of L jobs)
  *    with verdict ok and a zero-cost evaluation (filled like worker/daemon.c:
  *    the job's fencing token and lease token, a metrics JSON with one timed
  *    shape, candidate_us = baseline_us = 100, speedup 1.0, empty compile log).
@@ -90,6 +94,7 @@
 #include "campaign.h"
 #include "db.h"
 #include "kf_wire.h"
+#include "queue.h"
 #include "server.h"
 
 #define LG_MAX_PROCS 64
@@ -131,7 +136,10 @@ typedef struct {
     int hb_left;         /* heartbeats still to send for the job held */
     int64_t sent_ns;
     int64_t wake_ns;     /* > 0: sleeping (poll interval, backoff) until then */
-    Kfarm__Reply *job;   /* the GetJob reply holding the leased job, or NULL */
+    Kfarm__Reply *job;   /* the GetJob reply holding the leased job(s), or NULL */
+    int nheld;           /* jobs in that reply: job + more_jobs */
+    int next_res;        /* the job whose Result is to be sent next */
+    unsigned char gone[KF_QUEUE_MAX_LEASES]; /* leases the coordinator cancelled */
 } sim;
 
 typedef struct lg lg;
@@ -156,6 +164,7 @@ struct lg {
     const char *addr;
     int workers, procs, heartbeats, poll_ms, timeout_ms;
     int piggyback;       /* each Result carries the next GetJob */
+    int per_lease;       /* jobs asked for per GetJob (max_jobs) */
     double duration_s, drain_s;
     long job_limit;
     char prefix[64];
@@ -218,6 +227,28 @@ static double pct_ms(const int64_t *v, size_t n, double p)
 
 /* ---- one simulated worker's requests ---- */
 
+/* Job k (0..nheld) of the reply sim s holds. */
+static const Kfarm__Job *held_job(const sim *s, int k)
+{
+    return k == 0 ? s->job->job : s->job->more_jobs[k - 1];
+}
+
+/* The first held job not cancelled, or -1. */
+static int first_live(const sim *s)
+{
+    for (int k = 0; k < s->nheld; k++)
+        if (!s->gone[k]) return k;
+    return -1;
+}
+
+/* The next held job after k not cancelled, or -1. */
+static int next_live(const sim *s, int k)
+{
+    for (k++; k < s->nheld; k++)
+        if (!s->gone[k]) return k;
+    return -1;
+}
+
 /* Build, seal and send the request s->call of sim s. Returns 0 (sent or
  * waiting for the socket), -1 with reason in d->err on a fatal failure. */
 static int send_call(driver *d, int i)
@@ -232,7 +263,12 @@ static int send_call(driver *d, int i)
     Kfarm__GetJob gj = KFARM__GET_JOB__INIT;
     Kfarm__Heartbeat hb = KFARM__HEARTBEAT__INIT;
     Kfarm__Result r = KFARM__RESULT__INIT;
-    const Kfarm__Job *job = s->job ? s->job->job : NULL;
+    Kfarm__LeaseRef refs[KF_QUEUE_MAX_LEASES], *refp[KF_QUEUE_MAX_LEASES];
+    const Kfarm__Job *job = s->job ? held_job(s, s->call == C_RESULT ? s->next_res : first_live(s)) : NULL;
+    if (d->g->per_lease > 1) {
+        gj.has_max_jobs = 1;
+        gj.max_jobs = (uint32_t)d->g->per_lease;
+    }
     switch (s->call) {
     case C_REGISTER:
         dev.name = "loadgen cpu";
@@ -264,6 +300,20 @@ static int send_call(driver *d, int i)
         hb.fencing_token = job->fencing_token;
         hb.has_lease_token = job->has_lease_token;
         hb.lease_token = job->lease_token;
+        /* one heartbeat for every job held */
+        for (int k = 0; k < s->nheld; k++) {
+            const Kfarm__Job *o = held_job(s, k);
+            if (s->gone[k] || o == job) continue;
+            Kfarm__LeaseRef lr = KFARM__LEASE_REF__INIT;
+            lr.job_id = o->job_id;
+            lr.fencing_token = o->fencing_token;
+            lr.has_lease_token = o->has_lease_token;
+            lr.lease_token = o->lease_token;
+            refs[hb.n_more] = lr;
+            refp[hb.n_more] = &refs[hb.n_more];
+            hb.n_more++;
+        }
+        hb.more = refp;
         req.msg_case = KFARM__REQUEST__MSG_HEARTBEAT;
         req.heartbeat = &hb;
         break;
@@ -281,7 +331,7 @@ static int send_call(driver *d, int i)
         r.candidate_us = 100;
         r.baseline_us = 100;
         r.speedup = 1.0;
-        if (d->g->piggyback && atomic_load(&d->g->phase) == PH_MEASURE) {
+        if (d->g->piggyback && atomic_load(&d->g->phase) == PH_MEASURE && next_live(s, s->next_res) < 0) {
             gj.worker_id = s->cl.id;
             gj.n_classes = 1;
             gj.classes = cls;
@@ -351,6 +401,16 @@ static void drop_job(sim *s)
 {
     if (s->job) kfarm__reply__free_unpacked(s->job, NULL);
     s->job = NULL;
+    s->nheld = 0;
+}
+
+/* Hold the jobs of reply rep (job + more_jobs). */
+static void adopt_jobs(sim *s, Kfarm__Reply *rep)
+{
+    s->job = rep;
+    s->nheld = 1 + (int)(rep->n_more_jobs < KF_QUEUE_MAX_LEASES - 1 ? rep->n_more_jobs : KF_QUEUE_MAX_LEASES - 1);
+    s->next_res = 0;
+    memset(s->gone, 0, sizeof(s->gone));
 }
 
 static void sleep_then(sim *s, int call, int ms)
@@ -396,7 +456,7 @@ static int on_reply(driver *d, int i, Kfarm__Reply *rep, int x, int64_t lat_ns)
         break;
     case C_GETJOB:
         if (x == KFARM__STATUS__OK && rep->job) {
-            s->job = rep;
+            adopt_jobs(s, rep);
             rep = NULL;
             s->hb_left = g->heartbeats;
             s->call = s->hb_left > 0 ? C_HEARTBEAT : C_RESULT;
@@ -418,13 +478,22 @@ static int on_reply(driver *d, int i, Kfarm__Reply *rep, int x, int64_t lat_ns)
         }
         break;
     case C_HEARTBEAT:
-        if (x == KFARM__STATUS__STALE || x == KFARM__STATUS__REJECTED ||
-            x == KFARM__STATUS__CONFLICT || (rep && rep->has_cancel && rep->cancel)) {
-            drop_job(s); /* the lease is gone: abandon the job */
+        if (rep && s->job) { /* the leases the coordinator cancelled */
+            int primary = first_live(s); /* the heartbeat's job_id */
+            for (size_t k = 0; k < rep->n_cancel_jobs; k++)
+                for (int h = 0; h < s->nheld; h++)
+                    if (held_job(s, h)->job_id == rep->cancel_jobs[k]) s->gone[h] = 1;
+            if (primary >= 0 && (x == KFARM__STATUS__STALE || x == KFARM__STATUS__REJECTED ||
+                                 (rep->has_cancel && rep->cancel)))
+                s->gone[primary] = 1;
+        }
+        if (x == KFARM__STATUS__CONFLICT || !s->job || first_live(s) < 0) {
+            drop_job(s); /* the leases are gone: abandon the jobs */
             s->call = x == KFARM__STATUS__CONFLICT ? C_REGISTER : C_GETJOB;
             s->wake_ns = 0;
         } else {
             /* OK, or the coordinator away (ERROR, timeout): carry on */
+            s->next_res = first_live(s);
             if (--s->hb_left <= 0) s->call = C_RESULT;
             s->wake_ns = 0;
         }
@@ -440,11 +509,18 @@ static int on_reply(driver *d, int i, Kfarm__Reply *rep, int x, int64_t lat_ns)
                     atomic_compare_exchange_strong(&g->phase, &m, PH_DRAIN))
                     atomic_store(&g->t_end_ns, now_ns());
             }
+            int more = x != KFARM__STATUS__CONFLICT ? next_live(s, s->next_res) : -1;
+            if (more >= 0) { /* the next job of this lease */
+                s->next_res = more;
+                s->call = C_RESULT;
+                s->wake_ns = 0;
+                break;
+            }
             drop_job(s);
             s->call = x == KFARM__STATUS__CONFLICT ? C_REGISTER : C_GETJOB;
             s->wake_ns = 0;
             if (rep && rep->job && x != KFARM__STATUS__CONFLICT) { /* the next job came with the reply */
-                s->job = rep;
+                adopt_jobs(s, rep);
                 rep = NULL;
                 s->hb_left = g->heartbeats;
                 s->call = s->hb_left > 0 ? C_HEARTBEAT : C_RESULT;
@@ -753,7 +829,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: loadgen --coordinator ADDR --workers N [--duration S] [--jobs J] [--queue M]\n"
-        "               [--heartbeats K] [--piggyback 0|1] [--procs P] [--poll-ms MS] [--timeout-ms MS]\n"
+        "               [--heartbeats K] [--piggyback 0|1] [--jobs-per-lease L] [--procs P]\n"
+        "               [--poll-ms MS] [--timeout-ms MS]\n"
         "               [--warmup S|auto] [--warmup-max S] [--min-rounds R] [--drain-s S]\n"
         "               [--prefix NAME]\n"
         "               [--task DIR]\n"
@@ -763,6 +840,8 @@ static void usage(FILE *f)
         "  --queue M        jobs queued before the run (default 20000; 0: none, use what is queued)\n"
         "  --heartbeats K   heartbeats per job between GetJob and Result (default 1)\n"
         "  --piggyback 0|1  each Result carries the next GetJob (default 0)\n"
+        "  --jobs-per-lease L  ask for L jobs per GetJob (max_jobs; default 1, at most %d): one\n"
+        "                   heartbeat covers them all, one Result each (--heartbeats: per lease)\n"
         "  --procs P        driving processes, one thread each (default: one per %d workers;\n"
         "                   nanomsg allows 512 sockets per process)\n"
         "  --poll-ms MS     wait after NO_JOB (default 500, as kfarm-worker)\n"
@@ -773,7 +852,7 @@ static void usage(FILE *f)
         "                   (default 2)\n"
         "  --drain-s S      after the window, wait at most this long for its last replies (default 60)\n"
         "  --prefix NAME    worker names NAME-0 .. NAME-(N-1) (default lg<time>-<pid>)\n",
-        LG_PER_PROC);
+        KF_QUEUE_MAX_LEASES, LG_PER_PROC);
 }
 
 static int arg_num(const char *s, double lo, double hi, double *out)
@@ -797,6 +876,7 @@ int main(int argc, char **argv)
     g->duration_s = 15;
     g->drain_s = 60;
     g->heartbeats = 1;
+    g->per_lease = 1;
     g->poll_ms = 500;
     g->timeout_ms = 15000;
     g->job_limit = -1;
@@ -822,6 +902,8 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--queue") && arg_num(v, 0, 1e8, &x) == 0) queue = (long)x;
         else if (!strcmp(a, "--heartbeats") && arg_num(v, 0, 1000, &x) == 0) g->heartbeats = (int)x;
         else if (!strcmp(a, "--piggyback") && arg_num(v, 0, 1, &x) == 0) g->piggyback = (int)x;
+        else if (!strcmp(a, "--jobs-per-lease") && arg_num(v, 1, KF_QUEUE_MAX_LEASES, &x) == 0)
+            g->per_lease = (int)x;
         else if (!strcmp(a, "--procs") && arg_num(v, 1, LG_MAX_PROCS, &x) == 0) procs = (int)x;
         else if (!strcmp(a, "--poll-ms") && arg_num(v, 1, 60000, &x) == 0) g->poll_ms = (int)x;
         else if (!strcmp(a, "--timeout-ms") && arg_num(v, 10, 3600000, &x) == 0) g->timeout_ms = (int)x;
@@ -1037,11 +1119,11 @@ int main(int argc, char **argv)
            "register_p50_ms=%.2f register_p99_ms=%.2f getjob_p50_ms=%.2f getjob_p99_ms=%.2f "
            "getjob_max_ms=%.2f hb_p50_ms=%.2f hb_p99_ms=%.2f result_p50_ms=%.2f "
            "result_p99_ms=%.2f result_max_ms=%.2f no_job=%ld errors=%ld timeouts=%ld "
-           "loadgen_cpu_s=%.2f warmup_s=%.2f ran_dry=%d verified=%d\n",
+           "loadgen_cpu_s=%.2f warmup_s=%.2f ran_dry=%d verified=%d per_lease=%d\n",
            g->workers, procs, secs, ok, rate, p50[C_REGISTER], p99[C_REGISTER], p50[C_GETJOB],
            p99[C_GETJOB], mx[C_GETJOB], p50[C_HEARTBEAT], p99[C_HEARTBEAT], p50[C_RESULT],
            p99[C_RESULT], mx[C_RESULT], no_job, errors, timeouts, lg_cpu, warm_s,
-           atomic_load(&g->ran_dry), verified);
+           atomic_load(&g->ran_dry), verified, g->per_lease);
     for (int c = 0; c < C_N; c++) free(all[c].v);
     free(g->keys);
     if (fatal || ok == 0 || !verified) return 1;
