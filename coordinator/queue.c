@@ -296,20 +296,28 @@ int kf_queue_heartbeat_many(kf_db *db, const kf_queue_config *cfg, const char *w
         "WITH w AS (UPDATE workers SET last_seen = now() WHERE id = $1"
         "           AND last_seen < now() - interval '2 seconds' RETURNING 1)"
         " UPDATE jobs SET lease_deadline = now() + $5::bigint * interval '1 millisecond', acked = true"
-        " FROM unnest($2::bigint[], $3::bigint[], $4::text[]) AS q(job, tok, lt)"
+        " FROM unnest($2::bigint[], $3::bigint[], $4::text[]) WITH ORDINALITY AS q(job, tok, lt, i)"
         " WHERE jobs.id = q.job AND jobs.fencing_token = q.tok AND (jobs.state = 'leased') IS TRUE"
         "   AND jobs.worker_id = $1 AND sha256(jobs.lease_token) = sha256(decode(q.lt, 'hex'))"
-        " RETURNING jobs.id, jobs.fencing_token, (SELECT count(*) FROM w)", 5, p, err, errlen);
+        " RETURNING q.i, (SELECT count(*) FROM w)", 5, p, err, errlen);
     if (!r) goto out;
     extended = 0;
     for (int k = 0; k < PQntuples(r); k++) {
-        int64_t id = kf_db_i64(r, k, 0, -1), tok = kf_db_i64(r, k, 1, -1);
-        for (int i = 0; i < n; i++)
-            if (hb[i].job_id == id && hb[i].token == tok && !hb[i].alive) {
+        int64_t i = kf_db_i64(r, k, 0, 0) - 1;
+        if (i >= 0 && i < n && !hb[i].alive) {
+            hb[i].alive = 1;
+            extended++;
+        }
+    }
+    /* a lease named twice, identically, is extended once: both alive */
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < n && !hb[i].alive; k++)
+            if (hb[k].alive && hb[k].job_id == hb[i].job_id && hb[k].token == hb[i].token &&
+                hb[i].lease_token && hb[i].lease_token_len == KF_QUEUE_TOKEN_LEN &&
+                CRYPTO_memcmp(hb[k].lease_token, hb[i].lease_token, KF_QUEUE_TOKEN_LEN) == 0) {
                 hb[i].alive = 1;
                 extended++;
             }
-    }
     PQclear(r);
 out:
     free(jobs);
