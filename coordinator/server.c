@@ -48,11 +48,12 @@ typedef struct {
  * that submitted it sleeps until `done`. */
 typedef struct grp_wait {
     kf_queue_item item;
-    int done;
+    int done;                /* 1 stored or refused by the group, 0 waiting, -1 never submitted */
     struct grp_wait *next;
 } grp_wait;
 
 #define KF_SERVER_GROUP_MAX 256 /* results stored per group transaction at most */
+#define KF_SERVER_MORE_RESULTS 64 /* Result.more entries at most */
 
 /* State every serving thread shares, under mu; the group commit's queue
  * under gmu. */
@@ -82,6 +83,7 @@ struct kf_server {
     void *control;           /* raw: the routing header of the request being answered (NN_MSG chunk) */
     int slot;                /* this context's in-flight slot */
     uint64_t cancel_buf[4 * KF_QUEUE_MAX_LEASES]; /* a heartbeat reply's cancel_jobs */
+    Kfarm__Status more_status[KF_SERVER_MORE_RESULTS]; /* a result reply's more_status */
     /* top level only */
     struct kf_server *pool;
     pthread_t *tids;
@@ -692,16 +694,24 @@ static void on_heartbeat(kf_server *s, const Kfarm__Heartbeat *m, Kfarm__Reply *
  * transaction has committed (or failed), so every reply is sent after the
  * commit that stored it. While a leader stores, the results of the other
  * threads gather for the next group. */
-static void group_submit(kf_server *s, grp_wait *w)
+static void group_submit(kf_server *s, grp_wait *w, int nw)
 {
     srv_shared *sh = s->sh;
-    w->done = 0;
-    w->next = NULL;
+    int pending = 0;
     pthread_mutex_lock(&sh->gmu);
-    if (sh->gtail) sh->gtail->next = w;
-    else sh->ghead = w;
-    sh->gtail = w;
-    while (!w->done) {
+    for (int i = 0; i < nw; i++) {
+        if (w[i].done < 0) continue; /* refused before: not stored */
+        w[i].done = 0;
+        w[i].next = NULL;
+        if (sh->gtail) sh->gtail->next = &w[i];
+        else sh->ghead = &w[i];
+        sh->gtail = &w[i];
+        pending++;
+    }
+    while (pending > 0) {
+        pending = 0;
+        for (int i = 0; i < nw; i++) pending += w[i].done == 0;
+        if (!pending) break;
         if (sh->gleader) {
             pthread_cond_wait(&sh->gcond, &sh->gmu);
             continue;
@@ -732,6 +742,44 @@ static void group_submit(kf_server *s, grp_wait *w)
     pthread_mutex_unlock(&sh->gmu);
 }
 
+/* Log the outcome of result m (stored, duplicate, refused) and return its
+ * wire status (the reason, for anything but OK, is in it->err). */
+static Kfarm__Status result_outcome(const Kfarm__Result *m, const kf_result *r, const kf_queue_item *it)
+{
+    switch (it->st) {
+    case KF_Q_OK:
+        if (r->speedup > 0)
+            kf_log("job %llu: %s from %s, speedup %.3fx (%.2f us vs %.2f us)",
+                   (unsigned long long)m->job_id, m->verdict, m->worker_id, r->speedup,
+                   r->candidate_us, r->baseline_us);
+        else
+            kf_log("job %llu: %s from %s%s%.*s%s", (unsigned long long)m->job_id, m->verdict,
+                   m->worker_id, m->detail && *m->detail ? " (" : "", 160,
+                   m->detail ? m->detail : "", m->detail && *m->detail ? ")" : "");
+        if (it->requeued) kf_log("job %llu: requeued after infra_error", (unsigned long long)m->job_id);
+        return KFARM__STATUS__OK;
+    case KF_Q_DUPLICATE:
+        kf_log("job %llu: duplicate result from %s acknowledged", (unsigned long long)m->job_id,
+               m->worker_id);
+        return KFARM__STATUS__DUPLICATE;
+    case KF_Q_STALE:
+        kf_log("job %llu: stale result from %s refused: %s", (unsigned long long)m->job_id,
+               m->worker_id, it->err);
+        return KFARM__STATUS__STALE;
+    case KF_Q_REJECTED:
+        kf_log("job %llu: result from %s rejected: %s", (unsigned long long)m->job_id,
+               m->worker_id, it->err);
+        return KFARM__STATUS__REJECTED;
+    default:
+        kf_log("job %llu: result from %s not stored: %s", (unsigned long long)m->job_id,
+               m->worker_id, it->err);
+        return KFARM__STATUS__ERROR;
+    }
+}
+
+/* Store result m, and the results of m->more with it (one group commit),
+ * each checked as if sent alone; rep->status is m's, rep->more_status
+ * each of m->more's. */
 static void on_result(kf_server *s, const Kfarm__Result *m, Kfarm__Reply *rep, char *dbuf,
                       size_t dcap)
 {
@@ -740,62 +788,66 @@ static void on_result(kf_server *s, const Kfarm__Result *m, Kfarm__Reply *rep, c
         set_detail(rep, dbuf, dcap, "result: bad worker_id, job or token");
         return;
     }
-    kf_result r = {
-        .verdict = m->verdict,
-        .detail = m->detail,
-        .metrics_json = m->metrics_json,
-        .compile_log = m->compile_log,
-        .candidate_us = m->has_candidate_us ? m->candidate_us : 0,
-        .baseline_us = m->has_baseline_us ? m->baseline_us : 0,
-        .speedup = m->has_speedup ? m->speedup : 0,
-    };
-    grp_wait w;
-    memset(&w, 0, sizeof(w));
-    w.item.worker_id = m->worker_id;
-    w.item.job_id = (int64_t)m->job_id;
-    w.item.token = (int64_t)m->fencing_token;
-    w.item.lease_token = m->has_lease_token ? m->lease_token.data : NULL;
-    w.item.lease_token_len = m->has_lease_token ? m->lease_token.len : 0;
-    w.item.res = &r;
-    group_submit(s, &w);
-    kf_queue_status st = w.item.st;
-    int requeued = w.item.requeued;
-    const char *err = w.item.err;
-    switch (st) {
-    case KF_Q_OK:
-        rep->status = KFARM__STATUS__OK;
-        if (r.speedup > 0)
-            kf_log("job %llu: %s from %s, speedup %.3fx (%.2f us vs %.2f us)",
-                   (unsigned long long)m->job_id, m->verdict, m->worker_id, r.speedup,
-                   r.candidate_us, r.baseline_us);
-        else
-            kf_log("job %llu: %s from %s%s%.*s%s", (unsigned long long)m->job_id, m->verdict,
-                   m->worker_id, m->detail && *m->detail ? " (" : "", 160,
-                   m->detail ? m->detail : "", m->detail && *m->detail ? ")" : "");
-        if (requeued) kf_log("job %llu: requeued after infra_error", (unsigned long long)m->job_id);
-        return;
-    case KF_Q_DUPLICATE:
-        kf_log("job %llu: duplicate result from %s acknowledged", (unsigned long long)m->job_id,
-               m->worker_id);
-        rep->status = KFARM__STATUS__DUPLICATE;
-        break;
-    case KF_Q_STALE:
-        kf_log("job %llu: stale result from %s refused: %s", (unsigned long long)m->job_id,
-               m->worker_id, err);
-        rep->status = KFARM__STATUS__STALE;
-        break;
-    case KF_Q_REJECTED:
-        kf_log("job %llu: result from %s rejected: %s", (unsigned long long)m->job_id,
-               m->worker_id, err);
+    if (m->n_more > KF_SERVER_MORE_RESULTS) {
         rep->status = KFARM__STATUS__REJECTED;
-        break;
-    default:
-        kf_log("job %llu: result from %s not stored: %s", (unsigned long long)m->job_id,
-               m->worker_id, err);
-        rep->status = KFARM__STATUS__ERROR;
-        break;
+        set_detail(rep, dbuf, dcap, "result: more than 64 results in one message");
+        return;
     }
-    set_detail(rep, dbuf, dcap, err);
+    size_t n = 1 + m->n_more;
+    grp_wait *w = calloc(n, sizeof(*w));
+    kf_result *r = calloc(n, sizeof(*r));
+    if (!w || !r) {
+        free(w);
+        free(r);
+        rep->status = KFARM__STATUS__ERROR;
+        set_detail(rep, dbuf, dcap, "out of memory");
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const Kfarm__Result *x = i ? m->more[i - 1] : m;
+        /* an entry for another worker, or with an out-of-range id, is
+         * refused alone (the request as a whole is m's worker's) */
+        if (i && (!x->worker_id || strcmp(x->worker_id, m->worker_id) != 0 || x->job_id > INT64_MAX ||
+                  x->fencing_token > INT64_MAX)) {
+            w[i].item.st = KF_Q_REJECTED;
+            snprintf(w[i].item.err, sizeof(w[i].item.err), "result: bad worker_id, job or token");
+            w[i].done = -1;
+            continue;
+        }
+        kf_result rr = {
+            .verdict = x->verdict,
+            .detail = x->detail,
+            .metrics_json = x->metrics_json,
+            .compile_log = x->compile_log,
+            .candidate_us = x->has_candidate_us ? x->candidate_us : 0,
+            .baseline_us = x->has_baseline_us ? x->baseline_us : 0,
+            .speedup = x->has_speedup ? x->speedup : 0,
+        };
+        r[i] = rr;
+        w[i].item.worker_id = x->worker_id;
+        w[i].item.job_id = (int64_t)x->job_id;
+        w[i].item.token = (int64_t)x->fencing_token;
+        w[i].item.lease_token = x->has_lease_token ? x->lease_token.data : NULL;
+        w[i].item.lease_token_len = x->has_lease_token ? x->lease_token.len : 0;
+        w[i].item.res = &r[i];
+    }
+    group_submit(s, w, (int)n);
+    for (size_t i = 0; i < n; i++) {
+        const Kfarm__Result *x = i ? m->more[i - 1] : m;
+        Kfarm__Status st = w[i].done < 0 ? KFARM__STATUS__REJECTED : result_outcome(x, &r[i], &w[i].item);
+        if (i == 0) {
+            rep->status = st;
+            if (st != KFARM__STATUS__OK) set_detail(rep, dbuf, dcap, w[0].item.err);
+        } else {
+            s->more_status[i - 1] = st;
+        }
+    }
+    if (n > 1) {
+        rep->n_more_status = n - 1;
+        rep->more_status = s->more_status;
+    }
+    free(w);
+    free(r);
 }
 
 /* ---- the request cycle ---- */

@@ -21,7 +21,9 @@
  * heartbeat with Heartbeat.more extends them all and names a bogus lease in
  * cancel_jobs; three workers send their results at the same time (one of
  * them stale): every good one is acknowledged OK, the stale one STALE, and
- * the database holds exactly one final evaluation per job.
+ * the database holds exactly one final evaluation per job; the results of a
+ * lease in one message (Result.more, one stale) are answered one status
+ * each (more_status) and only the good ones stored, a resend DUPLICATE.
  * Prints "N passed, M failed"; exit status 1 on any failure.
  */
 #define _GNU_SOURCE
@@ -571,6 +573,48 @@ static void part_server(const char *conninfo)
           "nothing stored for the stale result");
     CHECK(q1(db, "SELECT count(*) FROM jobs WHERE state = 'leased' AND worker_id = 'multi-2'") == 1,
           "its job still leased to multi-2");
+
+    /* the results of a lease in one message (Result.more), one of them stale */
+    Kfarm__Reply *rd = get_jobs(&w[0], 3);
+    CHECK(rd && rd->status == KFARM__STATUS__OK && rd->job && rd->n_more_jobs == 2, "a second lease of 3");
+    if (rd && rd->job && rd->n_more_jobs == 2) {
+        Kfarm__Result r[3], *rp[2];
+        for (int i = 0; i < 3; i++) {
+            const Kfarm__Job *j = nth(rd, (size_t)i);
+            Kfarm__Result x = KFARM__RESULT__INIT;
+            x.worker_id = (char *)names[0];
+            x.job_id = j->job_id;
+            x.fencing_token = j->fencing_token + (i == 1 ? 7 : 0); /* the middle one stale */
+            x.has_lease_token = 1;
+            x.lease_token = j->lease_token;
+            x.verdict = "ok";
+            x.has_speedup = 1;
+            x.speedup = 1.0;
+            r[i] = x;
+        }
+        rp[0] = &r[1];
+        rp[1] = &r[2];
+        r[0].n_more = 2;
+        r[0].more = rp;
+        req.msg_case = KFARM__REQUEST__MSG_RESULT;
+        req.result = &r[0];
+        Kfarm__Reply *rr = call(&w[0], &req);
+        CHECK(rr && rr->status == KFARM__STATUS__OK && rr->n_more_status == 2 &&
+                  rr->more_status[0] == KFARM__STATUS__STALE && rr->more_status[1] == KFARM__STATUS__OK,
+              "Result.more: OK, then STALE and OK in more_status");
+        if (rr) kfarm__reply__free_unpacked(rr, NULL);
+        snprintf(err, sizeof(err), "SELECT count(*) FROM evaluations WHERE is_final AND job_id IN (%llu, %llu)",
+                 (unsigned long long)rd->job->job_id, (unsigned long long)rd->more_jobs[1]->job_id);
+        CHECK(q1(db, err) == 2, "the two good results of the message stored");
+        snprintf(err, sizeof(err), "SELECT count(*) FROM jobs WHERE state = 'leased' AND id = %llu",
+                 (unsigned long long)rd->more_jobs[0]->job_id);
+        CHECK(q1(db, err) == 1, "the stale one's job untouched");
+        rr = call(&w[0], &req); /* the same results again, sealed anew: acknowledged, nothing stored */
+        CHECK(rr && rr->status == KFARM__STATUS__DUPLICATE && rr->n_more_status == 2 &&
+                  rr->more_status[1] == KFARM__STATUS__DUPLICATE, "Result.more resent: DUPLICATE");
+        if (rr) kfarm__reply__free_unpacked(rr, NULL);
+    }
+    if (rd) kfarm__reply__free_unpacked(rd, NULL);
     CHECK(q1(db, "SELECT count(*) FROM (SELECT job_id FROM evaluations WHERE is_final"
                  " GROUP BY job_id HAVING count(*) > 1) x") == 0, "never two final evaluations of a job");
 done:

@@ -3,6 +3,7 @@
  *
  *   loadgen --coordinator ADDR --workers N [--duration S] [--jobs J]
  *           [--queue M] [--heartbeats K] [--piggyback 0|1] [--jobs-per-lease L]
+ *           [--batch-results 0|1]
  *           [--procs P] [--poll-ms MS]
  *           [--timeout-ms MS] [--warmup S|auto] [--warmup-max S]
  *           [--drain-s S] [--prefix NAME] [--task DIR]
@@ -28,7 +29,8 @@
  *       GetJob -> K x Heartbeat (default K = 1) -> Result
  *    (with --jobs-per-lease L > 1: GetJob asks for L jobs (max_jobs), each
  *    heartbeat covers every job held (Heartbeat.more), then one Result per
- *    job; --heartbeats then counts heartbeats per lease of L jobs)
+ *    job; --heartbeats then counts heartbeats per lease of L jobs; with
+ *    --batch-results 1 the L results travel in one Result, Result.more)
  *    with verdict ok and a zero-cost evaluation (filled like worker/daemon.c:
  *    the job's fencing token and lease token, a metrics JSON with one timed
  *    shape, candidate_us = baseline_us = 100, speedup 1.0, empty compile log).
@@ -56,7 +58,7 @@
  *    unanswered are reported). Then the campaign is paused (so a later run in the
  *    same database starts from its own queue) and the database is checked:
  *    the final `ok` evaluations stored under this run's worker names must be
- *    at least the results acknowledged OK ("durable before acknowledged";
+ *    at least the jobs acknowledged OK ("durable before acknowledged";
  *    the run fails, exit 1, otherwise).
  *
  * Output: one table (calls, p50 / p99 / max latency in ms from send to
@@ -139,6 +141,7 @@ typedef struct {
     Kfarm__Reply *job;   /* the GetJob reply holding the leased job(s), or NULL */
     int nheld;           /* jobs in that reply: job + more_jobs */
     int next_res;        /* the job whose Result is to be sent next */
+    int batched;         /* results sent in Result.more with the one in flight */
     unsigned char gone[KF_QUEUE_MAX_LEASES]; /* leases the coordinator cancelled */
 } sim;
 
@@ -154,6 +157,7 @@ typedef struct {
     samples lat[C_N];
     long count[C_N][X_N];
     long ok_in_window;
+    long acked_jobs;      /* jobs whose result was acknowledged OK, any phase */
     long pending_at_end;
     double cpu_window_s;  /* this process's CPU time inside the window, s */
     char err[256];
@@ -165,6 +169,7 @@ struct lg {
     int workers, procs, heartbeats, poll_ms, timeout_ms;
     int piggyback;       /* each Result carries the next GetJob */
     int per_lease;       /* jobs asked for per GetJob (max_jobs) */
+    int batch_results;   /* one Result message for every job of a lease (Result.more) */
     double duration_s, drain_s;
     long job_limit;
     char prefix[64];
@@ -264,6 +269,7 @@ static int send_call(driver *d, int i)
     Kfarm__Heartbeat hb = KFARM__HEARTBEAT__INIT;
     Kfarm__Result r = KFARM__RESULT__INIT;
     Kfarm__LeaseRef refs[KF_QUEUE_MAX_LEASES], *refp[KF_QUEUE_MAX_LEASES];
+    Kfarm__Result more[KF_QUEUE_MAX_LEASES], *morep[KF_QUEUE_MAX_LEASES];
     const Kfarm__Job *job = s->job ? held_job(s, s->call == C_RESULT ? s->next_res : first_live(s)) : NULL;
     if (d->g->per_lease > 1) {
         gj.has_max_jobs = 1;
@@ -331,7 +337,22 @@ static int send_call(driver *d, int i)
         r.candidate_us = 100;
         r.baseline_us = 100;
         r.speedup = 1.0;
-        if (d->g->piggyback && atomic_load(&d->g->phase) == PH_MEASURE && next_live(s, s->next_res) < 0) {
+        s->batched = 0;
+        if (d->g->batch_results) /* every other job held, in the same message */
+            for (int k = next_live(s, s->next_res); k >= 0; k = next_live(s, k)) {
+                const Kfarm__Job *o = held_job(s, k);
+                more[s->batched] = r;
+                more[s->batched].job_id = o->job_id;
+                more[s->batched].fencing_token = o->fencing_token;
+                more[s->batched].has_lease_token = o->has_lease_token;
+                more[s->batched].lease_token = o->lease_token;
+                morep[s->batched] = &more[s->batched];
+                s->batched++;
+            }
+        r.n_more = (size_t)s->batched;
+        r.more = morep;
+        if (d->g->piggyback && atomic_load(&d->g->phase) == PH_MEASURE &&
+            (s->batched > 0 || next_live(s, s->next_res) < 0)) {
             gj.worker_id = s->cl.id;
             gj.n_classes = 1;
             gj.classes = cls;
@@ -501,9 +522,22 @@ static int on_reply(driver *d, int i, Kfarm__Reply *rep, int x, int64_t lat_ns)
     case C_RESULT:
         if (x == KFARM__STATUS__OK || x == KFARM__STATUS__DUPLICATE || x == KFARM__STATUS__STALE ||
             x == KFARM__STATUS__REJECTED || x == KFARM__STATUS__CONFLICT) {
-            if (x == KFARM__STATUS__OK && phase == PH_MEASURE) {
-                d->ok_in_window++;
-                long tot = atomic_fetch_add(&g->ok_total, 1) + 1;
+            /* this result's, and those of the jobs batched with it */
+            long nok = x == KFARM__STATUS__OK;
+            if (rep && s->batched > 0) {
+                if (rep->n_more_status != (size_t)s->batched) {
+                    snprintf(d->err, sizeof(d->err), "%.60s: %d results batched, %zu statuses in the reply",
+                             s->cl.id, s->batched, rep->n_more_status);
+                    kfarm__reply__free_unpacked(rep, NULL);
+                    return -1;
+                }
+                for (size_t k = 0; k < rep->n_more_status; k++) nok += rep->more_status[k] == KFARM__STATUS__OK;
+                s->next_res = s->nheld; /* the batch covered every job left */
+            }
+            d->acked_jobs += nok;
+            if (nok > 0 && phase == PH_MEASURE) {
+                d->ok_in_window += nok;
+                long tot = atomic_fetch_add(&g->ok_total, nok) + nok;
                 int m = PH_MEASURE;
                 if (g->job_limit > 0 && tot >= g->job_limit &&
                     atomic_compare_exchange_strong(&g->phase, &m, PH_DRAIN))
@@ -829,7 +863,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: loadgen --coordinator ADDR --workers N [--duration S] [--jobs J] [--queue M]\n"
-        "               [--heartbeats K] [--piggyback 0|1] [--jobs-per-lease L] [--procs P]\n"
+        "               [--heartbeats K] [--piggyback 0|1] [--jobs-per-lease L] [--batch-results 0|1]\n"
+        "               [--procs P]\n"
         "               [--poll-ms MS] [--timeout-ms MS]\n"
         "               [--warmup S|auto] [--warmup-max S] [--min-rounds R] [--drain-s S]\n"
         "               [--prefix NAME]\n"
@@ -842,6 +877,7 @@ static void usage(FILE *f)
         "  --piggyback 0|1  each Result carries the next GetJob (default 0)\n"
         "  --jobs-per-lease L  ask for L jobs per GetJob (max_jobs; default 1, at most %d): one\n"
         "                   heartbeat covers them all, one Result each (--heartbeats: per lease)\n"
+        "  --batch-results 0|1  the results of a lease's jobs in one message (Result.more)\n"
         "  --procs P        driving processes, one thread each (default: one per %d workers;\n"
         "                   nanomsg allows 512 sockets per process)\n"
         "  --poll-ms MS     wait after NO_JOB (default 500, as kfarm-worker)\n"
@@ -904,6 +940,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--piggyback") && arg_num(v, 0, 1, &x) == 0) g->piggyback = (int)x;
         else if (!strcmp(a, "--jobs-per-lease") && arg_num(v, 1, KF_QUEUE_MAX_LEASES, &x) == 0)
             g->per_lease = (int)x;
+        else if (!strcmp(a, "--batch-results") && arg_num(v, 0, 1, &x) == 0) g->batch_results = (int)x;
         else if (!strcmp(a, "--procs") && arg_num(v, 1, LG_MAX_PROCS, &x) == 0) procs = (int)x;
         else if (!strcmp(a, "--poll-ms") && arg_num(v, 1, 60000, &x) == 0) g->poll_ms = (int)x;
         else if (!strcmp(a, "--timeout-ms") && arg_num(v, 10, 3600000, &x) == 0) g->timeout_ms = (int)x;
@@ -1042,7 +1079,7 @@ int main(int argc, char **argv)
 
     /* collect */
     samples all[C_N];
-    long count[C_N][X_N], ok = 0, pending = 0;
+    long count[C_N][X_N], ok = 0, pending = 0, acked_all = 0;
     double lg_cpu = 0;
     memset(all, 0, sizeof(all));
     memset(count, 0, sizeof(count));
@@ -1057,6 +1094,7 @@ int main(int argc, char **argv)
                 fatal = 1;
             }
             ok += d.ok_in_window;
+            acked_all += d.acked_jobs;
             pending += d.pending_at_end;
             lg_cpu += d.cpu_window_s;
             for (int c = 0; c < C_N; c++)
@@ -1084,7 +1122,7 @@ int main(int argc, char **argv)
     }
 
     /* durable before acknowledged; the campaign stops feeding later runs */
-    long stored = 0, acked = count[C_RESULT][KFARM__STATUS__OK];
+    long stored = 0, acked = acked_all;
     int verified = 0;
     if (queue > 0) {
         char e2[512];
@@ -1112,18 +1150,18 @@ int main(int argc, char **argv)
         for (int x = 0; x < X_N; x++) printf(" %*ld", x == X_AUTH ? 9 : 8, count[c][x]);
         printf("\n");
     }
-    printf("durable: %ld results of the window acknowledged OK, %ld final ok evaluations stored "
-           "under this run's workers (warm-up included): %s\n", acked, stored,
+    printf("durable: %ld jobs acknowledged OK (warm-up, window and drain), %ld final ok evaluations stored "
+           "under this run's workers: %s\n", acked, stored,
            verified ? "verified (none missing)" : "FAILED");
     printf("RESULT loadgen workers=%d procs=%d secs=%.3f jobs=%ld jobs_per_s=%.1f "
            "register_p50_ms=%.2f register_p99_ms=%.2f getjob_p50_ms=%.2f getjob_p99_ms=%.2f "
            "getjob_max_ms=%.2f hb_p50_ms=%.2f hb_p99_ms=%.2f result_p50_ms=%.2f "
            "result_p99_ms=%.2f result_max_ms=%.2f no_job=%ld errors=%ld timeouts=%ld "
-           "loadgen_cpu_s=%.2f warmup_s=%.2f ran_dry=%d verified=%d per_lease=%d\n",
+           "loadgen_cpu_s=%.2f warmup_s=%.2f ran_dry=%d verified=%d per_lease=%d batch_results=%d\n",
            g->workers, procs, secs, ok, rate, p50[C_REGISTER], p99[C_REGISTER], p50[C_GETJOB],
            p99[C_GETJOB], mx[C_GETJOB], p50[C_HEARTBEAT], p99[C_HEARTBEAT], p50[C_RESULT],
            p99[C_RESULT], mx[C_RESULT], no_job, errors, timeouts, lg_cpu, warm_s,
-           atomic_load(&g->ran_dry), verified, g->per_lease);
+           atomic_load(&g->ran_dry), verified, g->per_lease, g->batch_results);
     for (int c = 0; c < C_N; c++) free(all[c].v);
     free(g->keys);
     if (fatal || ok == 0 || !verified) return 1;
