@@ -408,13 +408,15 @@ static void payload_free(job_payload *p)
     memset(p, 0, sizeof(*p));
 }
 
-/* Fill p->job for lease l from row `row` of r (the rows of
- * fetch_payloads; r outlives p). Returns 0 or -1 with reason. */
+/* Fill p->job for lease l from row `row` of r (the rows of on_get_job's
+ * payload query; r outlives p). files: the task's files already parsed for
+ * an earlier job of the same task (shared, a reference taken), or NULL:
+ * parsed from row frow. Returns 0 or -1 with reason. */
 static int build_payload(kf_server *s, const kf_lease *l, job_payload *p, PGresult *r, int row,
-                         char *err, size_t errlen)
+                         json_t *files, int frow, char *err, size_t errlen)
 {
     json_error_t je;
-    p->files = json_loads(PQgetvalue(r, row, 2), 0, &je);
+    p->files = files ? json_incref(files) : json_loads(PQgetvalue(r, frow, 2), 0, &je);
     p->defines = json_loads(PQgetvalue(r, row, 4), 0, &je);
     if (!json_is_object(p->files) || !json_is_object(p->defines)) {
         snprintf(err, errlen, "job %lld: stored files/defines are not JSON objects", (long long)l->job_id);
@@ -490,8 +492,19 @@ typedef struct {
     kf_lease l[KF_QUEUE_MAX_LEASES];
     job_payload p[KF_QUEUE_MAX_LEASES];
     Kfarm__Job *more[KF_QUEUE_MAX_LEASES];
+    int64_t task[KF_QUEUE_MAX_LEASES];   /* each lease's task id */
     PGresult *r;
 } lease_set;
+
+/* Bytes of a task's files (the reply budget counts them for each job). */
+static size_t files_bytes(json_t *files)
+{
+    size_t n = 0;
+    const char *key;
+    json_t *val;
+    json_object_foreach(files, key, val) n += strlen(key) + json_string_length(val);
+    return n;
+}
 
 static void lease_set_free(lease_set *ls)
 {
@@ -552,7 +565,10 @@ static void on_get_job(kf_server *s, const Kfarm__GetJob *m, Kfarm__Reply *rep, 
         ids[il] = 0;
         const char *pp[1] = { ids };
         ls->r = kf_db_exec(s->db,
-            "SELECT t.name, t.spec_text, t.files::text, k.source, k.defines::text, j.id "
+            /* a task's files once per reply (the first of its jobs): the
+             * other jobs of that task share them */
+            "SELECT t.name, t.spec_text, CASE WHEN row_number() OVER (PARTITION BY t.id ORDER BY j.id) = 1"
+            "  THEN t.files::text END, k.source, k.defines::text, j.id, t.id "
             "FROM jobs j JOIN candidates k ON k.id = j.candidate_id "
             "JOIN campaigns c ON c.id = j.campaign_id JOIN tasks t ON t.id = c.task_id "
             "WHERE j.id = ANY($1::bigint[])", 1, pp, err, sizeof(err));
@@ -571,11 +587,27 @@ static void on_get_job(kf_server *s, const Kfarm__GetJob *m, Kfarm__Reply *rep, 
             failed = 1;
             break;
         }
-        size_t b = (size_t)PQgetlength(ls->r, row, 1) + (size_t)PQgetlength(ls->r, row, 2) +
-                   (size_t)PQgetlength(ls->r, row, 3) + (size_t)PQgetlength(ls->r, row, 4);
+        size_t b = (size_t)PQgetlength(ls->r, row, 1) + (size_t)PQgetlength(ls->r, row, 3) +
+                   (size_t)PQgetlength(ls->r, row, 4);
+        /* the task's files: parsed for an earlier job of the task, or from
+         * the one row of the task that carries them */
+        json_t *files = NULL;
+        int64_t task = kf_db_i64(ls->r, row, 6, -1);
+        int frow = -1;
+        for (int k = 0; k < i && !files; k++)
+            if (ls->task[k] == task) files = ls->p[k].files;
+        for (int k = 0; k < PQntuples(ls->r) && !files && frow < 0; k++)
+            if (kf_db_i64(ls->r, k, 6, -2) == task && !PQgetisnull(ls->r, k, 2)) frow = k;
+        if (!files && frow < 0) {
+            failed = 1;
+            snprintf(err, sizeof(err), "job %lld: its task's files are missing", (long long)ls->l[i].job_id);
+            break;
+        }
+        b += files ? files_bytes(files) : (size_t)PQgetlength(ls->r, frow, 2);
         if (i > 0 && bytes + b > KF_SERVER_REPLY_BUDGET) break; /* the rest go back */
         ls->n = i + 1;
-        if (build_payload(s, &ls->l[i], &ls->p[i], ls->r, row, err, sizeof(err)) < 0) {
+        ls->task[i] = task;
+        if (build_payload(s, &ls->l[i], &ls->p[i], ls->r, row, files, frow, err, sizeof(err)) < 0) {
             failed = 1;
             break;
         }
