@@ -20,6 +20,8 @@
 #   SYSTEMS="kfarm graphile"  which systems to run (default both)
 #   JOBS_PER_LEASE=1       loadgen --jobs-per-lease: jobs per GetJob (max_jobs),
 #                          one heartbeat for all of them (default 1)
+#   BATCH_RESULTS=0        loadgen --batch-results: the results of a lease's jobs
+#                          in one message (Result.more; default 0)
 #   COORD_THREADS=         kfarm-coordinator --threads (default: the coordinator's)
 #
 # What it does:
@@ -115,7 +117,7 @@ run_kfarm() { # N RUN
   local rc=0
   KFARM_DB=$db "$build/tools/bench/loadgen" --coordinator "$addr" --workers "$n" \
     --duration "$duration" --queue "$queue" --piggyback "${PIGGYBACK:-0}" \
-    --jobs-per-lease "${JOBS_PER_LEASE:-1}" || rc=$?
+    --jobs-per-lease "${JOBS_PER_LEASE:-1}" --batch-results "${BATCH_RESULTS:-0}" || rc=$?
   cpu=$(awk -v t="$clk" '{printf "%.2f", ($14 + $15) / t}' "/proc/$coord_pid/stat" 2>/dev/null || echo 0)
   echo "RESULT coordinator workers=$n run=$r cpu_s=$cpu"
   stop_coordinator
@@ -142,7 +144,7 @@ status=0
   echo "postgres: $(psql "$conn" -tAc 'SHOW server_version' 2>/dev/null || echo '?') (devdb: fsync on, unix socket)"
   echo "node:     $(node --version), graphile-worker $(node -p 'require("./tools/bench/graphile/node_modules/graphile-worker/package.json").version')"
   echo "commit:   $(git rev-parse --short HEAD 2>/dev/null || echo ?)"
-  echo "settings: WORKERS='$workers_list' RUNS=$runs DURATION=$duration QUEUE=$queue GRAPHILE_QUEUE=$gqueue PIGGYBACK=${PIGGYBACK:-0} JOBS_PER_LEASE=${JOBS_PER_LEASE:-1} COORD_THREADS=${COORD_THREADS:-default}"
+  echo "settings: WORKERS='$workers_list' RUNS=$runs DURATION=$duration QUEUE=$queue GRAPHILE_QUEUE=$gqueue PIGGYBACK=${PIGGYBACK:-0} JOBS_PER_LEASE=${JOBS_PER_LEASE:-1} BATCH_RESULTS=${BATCH_RESULTS:-0} COORD_THREADS=${COORD_THREADS:-default}"
   rc=0
   for n in $workers_list; do
     for r in $(seq "$runs"); do
