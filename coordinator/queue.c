@@ -836,6 +836,13 @@ out:
 
 int kf_queue_result_group(kf_db *db, const kf_queue_config *cfg, kf_queue_item *it, int n)
 {
+    if (n == 1) { /* a group of one: the plain path (fewer, simpler statements) */
+        char err[512];
+        it->st = kf_queue_result(db, cfg, it->worker_id, it->job_id, it->token, it->lease_token,
+                                 it->lease_token_len, it->res, &it->requeued, err, sizeof(err));
+        snprintf(it->err, sizeof(it->err), "%s", it->st == KF_Q_OK ? "" : err);
+        return it->st == KF_Q_OK;
+    }
     grp_item *g = n > 0 ? calloc((size_t)n, sizeof(*g)) : NULL;
     int stored = 0;
     for (int i = 0; i < n; i++) {

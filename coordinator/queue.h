@@ -164,9 +164,10 @@ typedef struct {
  * is rolled back and every item is stored on its own by kf_queue_result,
  * so one bad result never decides another's acknowledgement. A verdict
  * check of an ok result against the campaign's verification bar is made
- * once per (campaign, target) with the group's best speedup. Returns the
- * number of items stored in the group transaction itself (0 after a
- * fallback); every item's st is set. */
+ * once per (campaign, target) with the group's best speedup. A group of
+ * one is stored by kf_queue_result. Returns the number of items stored in
+ * the group transaction itself (0 after a fallback); every item's st is
+ * set. */
 int kf_queue_result_group(kf_db *db, const kf_queue_config *cfg, kf_queue_item *items, int n);
 
 /* Undo a lease that never reached the worker (the reply could not be built

@@ -53,6 +53,11 @@ typedef struct grp_wait {
 } grp_wait;
 
 #define KF_SERVER_GROUP_MAX 256 /* results stored per group transaction at most */
+/* Groups stored at the same time at most: a few transactions in flight let
+ * one group's statements overlap another's commit flush (a single leader
+ * made every result wait for the group ahead of it); beyond them, results
+ * gather into larger groups. */
+#define KF_SERVER_GROUP_LEADERS 2
 #define KF_SERVER_MORE_RESULTS 64 /* Result.more entries at most */
 
 /* State every serving thread shares, under mu; the group commit's queue
@@ -68,7 +73,7 @@ typedef struct {
     pthread_mutex_t gmu;
     pthread_cond_t gcond;
     grp_wait *ghead, *gtail; /* results waiting for the next group */
-    int gleader;             /* a thread is storing a group now */
+    int gleaders;            /* threads storing a group now (at most KF_SERVER_GROUP_LEADERS) */
     long groups, grouped;    /* groups committed and results in them (statistics) */
 } srv_shared;
 
@@ -718,14 +723,15 @@ static void on_heartbeat(kf_server *s, const Kfarm__Heartbeat *m, Kfarm__Reply *
 
 /* ---- Result ---- */
 
-/* Group commit, leader/follower: the result joins the queue of results
- * waiting; when no serving thread is storing a group, this one becomes the
- * leader, takes every result waiting (up to KF_SERVER_GROUP_MAX) and stores
- * them in one transaction on its own connection (kf_queue_result_group),
- * then wakes the others. A thread returns only when its own result's
- * transaction has committed (or failed), so every reply is sent after the
- * commit that stored it. While a leader stores, the results of the other
- * threads gather for the next group. */
+/* Group commit, leader/follower: the results w[0..nw) join the queue of
+ * results waiting; while fewer than KF_SERVER_GROUP_LEADERS serving threads
+ * are storing a group, this one becomes a leader, takes every result
+ * waiting (up to KF_SERVER_GROUP_MAX) and stores them in one transaction on
+ * its own connection (kf_queue_result_group), then wakes the others. A
+ * thread returns only when its own results' transactions have committed (or
+ * failed), so every reply is sent after the commit that stored it. While
+ * the leaders store, the results of the other threads gather for the next
+ * groups. */
 static void group_submit(kf_server *s, grp_wait *w, int nw)
 {
     srv_shared *sh = s->sh;
@@ -744,11 +750,11 @@ static void group_submit(kf_server *s, grp_wait *w, int nw)
         pending = 0;
         for (int i = 0; i < nw; i++) pending += w[i].done == 0;
         if (!pending) break;
-        if (sh->gleader) {
+        if (sh->gleaders >= KF_SERVER_GROUP_LEADERS || !sh->ghead) {
             pthread_cond_wait(&sh->gcond, &sh->gmu);
             continue;
         }
-        sh->gleader = 1;
+        sh->gleaders++;
         grp_wait *batch[KF_SERVER_GROUP_MAX];
         kf_queue_item items[KF_SERVER_GROUP_MAX];
         int n = 0;
@@ -768,7 +774,7 @@ static void group_submit(kf_server *s, grp_wait *w, int nw)
         }
         sh->groups++;
         sh->grouped += n;
-        sh->gleader = 0;
+        sh->gleaders--;
         pthread_cond_broadcast(&sh->gcond);
     }
     pthread_mutex_unlock(&sh->gmu);
