@@ -6,6 +6,7 @@
  * Timestamps are the database's now(): coordinators and the CLI may run on
  * different hosts, the database clock is the one clock they share.
  */
+#define _GNU_SOURCE /* asprintf */
 #include "queue.h"
 
 #include <jansson.h>
@@ -104,7 +105,7 @@ kf_queue_status kf_queue_lease_many(kf_db *db, const kf_queue_config *cfg, const
         return KF_Q_NO_JOB;
     }
     /* one random lease token per job that may be leased: {hex,hex,...} */
-    char toks[KF_QUEUE_MAX_LEASES * (2 * KF_QUEUE_TOKEN_LEN + 1) + 2], mx[24];
+    char toks[KF_QUEUE_MAX_LEASES * (2 * KF_QUEUE_TOKEN_LEN + 1) + 2];
     size_t tl = 0;
     toks[tl++] = '{';
     for (int i = 0; i < max; i++) {
@@ -121,8 +122,7 @@ kf_queue_status kf_queue_lease_many(kf_db *db, const kf_queue_config *cfg, const
     }
     toks[tl++] = '}';
     toks[tl] = 0;
-    i64s(mx, max);
-    const char *p[5] = { worker_id, use, lease, toks, mx };
+    const char *p[4] = { worker_id, use, lease, toks };
     /* Fair share: running campaigns are tried in order of their leased jobs
      * per unit of share (fewest first), and within a campaign verification
      * jobs first, then the oldest job (index jobs_queued_campaign); the
@@ -130,7 +130,12 @@ kf_queue_status kf_queue_lease_many(kf_db *db, const kf_queue_config *cfg, const
      * take, so a huge queue is never sorted. The leased jobs are counted
      * only when more than one campaign runs (counting costs a scan of every
      * lease in the fleet: 0.45 ms of a 0.6 ms lease at 1,000 workers). */
-    PGresult *r = kf_db_exec(db,
+    /* The limit is written into the statement (one prepared statement per
+     * max a fleet uses): as a parameter, the cached generic plan could not
+     * know it, PostgreSQL judged it dearer than a custom plan and planned
+     * this statement anew on every lease. */
+    char *sql = NULL;
+    if (asprintf(&sql,
         "WITH pick AS (SELECT x.id, row_number() OVER () AS rn FROM"
         "  (SELECT c.id AS cid FROM campaigns c WHERE c.state = 'running'"
         "   ORDER BY CASE WHEN (SELECT count(*) FROM campaigns r WHERE r.state = 'running') > 1"
@@ -153,15 +158,21 @@ kf_queue_status kf_queue_lease_many(kf_db *db, const kf_queue_config *cfg, const
         "                        AND NOT EXISTS (SELECT 1 FROM evaluations e2 WHERE e2.job_id = j.id"
         "                          AND e2.worker_id = w.id AND e2.verdict = 'infra_error'"
         "                          AND e2.reported)))"
-        "   ORDER BY (j.purpose <> 'verify'), j.id LIMIT $5::int FOR UPDATE OF j SKIP LOCKED) x"
-        "  LIMIT $5::int) "
+        "   ORDER BY (j.purpose <> 'verify'), j.id LIMIT %d FOR UPDATE OF j SKIP LOCKED) x"
+        "  LIMIT %d) "
         "UPDATE jobs SET state = 'leased', fencing_token = nextval('fencing_seq'),"
         "  lease_token = decode(($4::text[])[pick.rn], 'hex'), acked = false,"
         "  attempts = attempts + 1, worker_id = $1, leased_at = now(),"
         "  lease_deadline = now() + $3::bigint * interval '1 millisecond' "
         "FROM pick WHERE jobs.id = pick.id "
         "RETURNING jobs.id, fencing_token, candidate_id, campaign_id, COALESCE(seed, jobs.id),"
-        "  attempts, target, purpose = 'verify', lease_token", 5, p, err, errlen);
+        "  attempts, target, purpose = 'verify', lease_token", max, max) < 0) {
+        free(use);
+        snprintf(err, errlen, "out of memory");
+        return KF_Q_ERROR;
+    }
+    PGresult *r = kf_db_exec(db, sql, 4, p, err, errlen);
+    free(sql);
     OPENSSL_cleanse(toks, sizeof(toks));
     free(use);
     if (!r) return KF_Q_ERROR;
