@@ -9,9 +9,10 @@
  *   attempts exhausted (max_attempts leases): done with a final evaluation,
  *   runtime_error "lost N workers ..." or the last infra_error.
  *
- * Leasing is one UPDATE ... WHERE id = (SELECT ... FOR UPDATE SKIP LOCKED
- * LIMIT 1): concurrent coordinators/connections never hand out the same job
- * and never wait on each other. Each lease draws a new fencing token from a
+ * Leasing is one UPDATE of the jobs picked by a SELECT ... FOR UPDATE SKIP
+ * LOCKED LIMIT n (n = 1, or up to KF_QUEUE_MAX_LEASES for a worker that asks
+ * for several): concurrent coordinators/connections never hand out the same
+ * job and never wait on each other. Each lease draws a new fencing token from a
  * fleet-wide sequence (the public lease number) and a 128-bit random lease
  * token (the secret, RAND_bytes); heartbeats and results must come from the
  * worker holding the lease and carry both, the token compared in constant
@@ -20,7 +21,8 @@
  * owns its token, so a late result with that token is refused as STALE.
  *
  * Exactly-once results: the job row is locked (FOR UPDATE) while a result is
- * checked and stored; an evaluation already stored for (job, token) makes the
+ * checked and stored (one at a time, or many in one transaction: the group
+ * commit of kf_queue_result_group, same checks); an evaluation already stored for (job, token) makes the
  * resend a DUPLICATE (acknowledged, nothing stored), and the unique indexes
  * (job, token) and (job) WHERE is_final back this up in the database itself.
  *
