@@ -578,10 +578,11 @@ static void part_server(const char *conninfo)
     Kfarm__Reply *rd = get_jobs(&w[0], 3);
     CHECK(rd && rd->status == KFARM__STATUS__OK && rd->job && rd->n_more_jobs == 2, "a second lease of 3");
     if (rd && rd->job && rd->n_more_jobs == 2) {
-        Kfarm__Result r[3], *rp[2];
+        Kfarm__Result r[1] = { KFARM__RESULT__INIT };
+        Kfarm__ResultItem ri[3], *rp[2];
         for (int i = 0; i < 3; i++) {
             const Kfarm__Job *j = nth(rd, (size_t)i);
-            Kfarm__Result x = KFARM__RESULT__INIT;
+            Kfarm__ResultItem x = KFARM__RESULT_ITEM__INIT;
             x.worker_id = (char *)names[0];
             x.job_id = j->job_id;
             x.fencing_token = j->fencing_token + (i == 1 ? 7 : 0); /* the middle one stale */
@@ -590,10 +591,18 @@ static void part_server(const char *conninfo)
             x.verdict = "ok";
             x.has_speedup = 1;
             x.speedup = 1.0;
-            r[i] = x;
+            ri[i] = x;
         }
-        rp[0] = &r[1];
-        rp[1] = &r[2];
+        r[0].worker_id = ri[0].worker_id;
+        r[0].job_id = ri[0].job_id;
+        r[0].fencing_token = ri[0].fencing_token;
+        r[0].has_lease_token = 1;
+        r[0].lease_token = ri[0].lease_token;
+        r[0].verdict = "ok";
+        r[0].has_speedup = 1;
+        r[0].speedup = 1.0;
+        rp[0] = &ri[1];
+        rp[1] = &ri[2];
         r[0].n_more = 2;
         r[0].more = rp;
         req.msg_case = KFARM__REQUEST__MSG_RESULT;

@@ -269,7 +269,7 @@ static int send_call(driver *d, int i)
     Kfarm__Heartbeat hb = KFARM__HEARTBEAT__INIT;
     Kfarm__Result r = KFARM__RESULT__INIT;
     Kfarm__LeaseRef refs[KF_QUEUE_MAX_LEASES], *refp[KF_QUEUE_MAX_LEASES];
-    Kfarm__Result more[KF_QUEUE_MAX_LEASES], *morep[KF_QUEUE_MAX_LEASES];
+    Kfarm__ResultItem more[KF_QUEUE_MAX_LEASES], *morep[KF_QUEUE_MAX_LEASES];
     const Kfarm__Job *job = s->job ? held_job(s, s->call == C_RESULT ? s->next_res : first_live(s)) : NULL;
     if (d->g->per_lease > 1) {
         gj.has_max_jobs = 1;
@@ -341,7 +341,17 @@ static int send_call(driver *d, int i)
         if (d->g->batch_results) /* every other job held, in the same message */
             for (int k = next_live(s, s->next_res); k >= 0; k = next_live(s, k)) {
                 const Kfarm__Job *o = held_job(s, k);
-                more[s->batched] = r;
+                Kfarm__ResultItem ri = KFARM__RESULT_ITEM__INIT;
+                ri.worker_id = r.worker_id;
+                ri.verdict = r.verdict;
+                ri.detail = r.detail;
+                ri.metrics_json = r.metrics_json;
+                ri.compile_log = r.compile_log;
+                ri.has_candidate_us = ri.has_baseline_us = ri.has_speedup = 1;
+                ri.candidate_us = r.candidate_us;
+                ri.baseline_us = r.baseline_us;
+                ri.speedup = r.speedup;
+                more[s->batched] = ri;
                 more[s->batched].job_id = o->job_id;
                 more[s->batched].fencing_token = o->fencing_token;
                 more[s->batched].has_lease_token = o->has_lease_token;
