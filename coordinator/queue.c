@@ -122,7 +122,7 @@ kf_queue_status kf_queue_lease_many(kf_db *db, const kf_queue_config *cfg, const
     }
     toks[tl++] = '}';
     toks[tl] = 0;
-    const char *p[4] = { worker_id, use, lease, toks };
+    const char *p[5] = { worker_id, use, lease, toks, NULL };
     /* Fair share: running campaigns are tried in order of their leased jobs
      * per unit of share (fewest first), and within a campaign verification
      * jobs first, then the oldest job (index jobs_queued_campaign); the
@@ -130,10 +130,17 @@ kf_queue_status kf_queue_lease_many(kf_db *db, const kf_queue_config *cfg, const
      * take, so a huge queue is never sorted. The leased jobs are counted
      * only when more than one campaign runs (counting costs a scan of every
      * lease in the fleet: 0.45 ms of a 0.6 ms lease at 1,000 workers). */
-    /* The limit is written into the statement (one prepared statement per
-     * max a fleet uses): as a parameter, the cached generic plan could not
-     * know it, PostgreSQL judged it dearer than a custom plan and planned
-     * this statement anew on every lease. */
+    /* The limit is written into the statement, rounded up to a power of two
+     * (at most seven prepared statements, whatever workers ask), and the
+     * exact count is a parameter filtering the picked rows: as a parameter,
+     * the limit left the cached generic plan blind, PostgreSQL judged it
+     * dearer than a custom plan and planned this statement anew on every
+     * lease. Rows picked beyond max are locked for this statement only. */
+    int bucket = 1;
+    while (bucket < max) bucket *= 2;
+    char mx[24];
+    i64s(mx, max);
+    p[4] = mx;
     char *sql = NULL;
     if (asprintf(&sql,
         "WITH pick AS (SELECT x.id, row_number() OVER () AS rn FROM"
@@ -164,14 +171,14 @@ kf_queue_status kf_queue_lease_many(kf_db *db, const kf_queue_config *cfg, const
         "  lease_token = decode(($4::text[])[pick.rn], 'hex'), acked = false,"
         "  attempts = attempts + 1, worker_id = $1, leased_at = now(),"
         "  lease_deadline = now() + $3::bigint * interval '1 millisecond' "
-        "FROM pick WHERE jobs.id = pick.id "
+        "FROM pick WHERE jobs.id = pick.id AND pick.rn <= $5::int "
         "RETURNING jobs.id, fencing_token, candidate_id, campaign_id, COALESCE(seed, jobs.id),"
-        "  attempts, target, purpose = 'verify', lease_token", max, max) < 0) {
+        "  attempts, target, purpose = 'verify', lease_token", bucket, bucket) < 0) {
         free(use);
         snprintf(err, errlen, "out of memory");
         return KF_Q_ERROR;
     }
-    PGresult *r = kf_db_exec(db, sql, 4, p, err, errlen);
+    PGresult *r = kf_db_exec(db, sql, 5, p, err, errlen);
     free(sql);
     OPENSSL_cleanse(toks, sizeof(toks));
     free(use);
