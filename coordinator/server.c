@@ -60,8 +60,15 @@ typedef struct grp_wait {
 #define KF_SERVER_GROUP_LEADERS 2
 #define KF_SERVER_MORE_RESULTS 64 /* Result.more entries at most */
 
+/* A received request waiting for a serving thread. */
+typedef struct srv_msg {
+    void *body, *control;    /* nanomsg chunks: the frame, its routing header */
+    int n;
+    struct srv_msg *next;
+} srv_msg;
+
 /* State every serving thread shares, under mu; the group commit's queue
- * under gmu. */
+ * under gmu; the received requests under qmu. */
 typedef struct {
     pthread_mutex_t mu;
     srv_cred creds[KF_SERVER_KEY_CACHE];
@@ -75,6 +82,13 @@ typedef struct {
     grp_wait *ghead, *gtail; /* results waiting for the next group */
     int gleaders;            /* threads storing a group now (at most KF_SERVER_GROUP_LEADERS) */
     long groups, grouped;    /* groups committed and results in them (statistics) */
+    /* One receiving thread hands requests to the serving threads through
+     * this queue: threads blocked in nn_recvmsg on one socket were all woken
+     * by every message (16 wake-ups, 15 of them for nothing). */
+    pthread_mutex_t qmu;
+    pthread_cond_t qready, qspace;
+    srv_msg *qhead, *qtail;
+    int qlen, qcap;          /* requests queued; at most qcap (2 per serving thread) */
 } srv_shared;
 
 /* One serving context: the top-level server (single-threaded mode, and the
@@ -93,6 +107,8 @@ struct kf_server {
     struct kf_server *pool;
     pthread_t *tids;
     int nthreads;
+    pthread_t rtid;          /* the receiving thread */
+    int receiving;           /* rtid was started */
     atomic_int stop;
     atomic_long handled;
 };
@@ -104,6 +120,7 @@ typedef struct {
 } peer;
 
 static void *serve_thread(void *arg);
+static void *recv_thread(void *arg);
 
 kf_server *kf_server_new(const kf_server_config *cfg, kf_db *db, char *err, size_t errlen)
 {
@@ -124,6 +141,10 @@ kf_server *kf_server_new(const kf_server_config *cfg, kf_db *db, char *err, size
     pthread_mutex_init(&sh->mu, NULL);
     pthread_mutex_init(&sh->gmu, NULL);
     pthread_cond_init(&sh->gcond, NULL);
+    pthread_mutex_init(&sh->qmu, NULL);
+    pthread_cond_init(&sh->qready, NULL);
+    pthread_cond_init(&sh->qspace, NULL);
+    sh->qcap = 2 * (nthreads > 0 ? nthreads : 1);
     s->sh = sh;
     s->cfg = cfg;
     s->db = db;
@@ -179,6 +200,14 @@ kf_server *kf_server_new(const kf_server_config *cfg, kf_db *db, char *err, size
             }
             s->nthreads = i + 1;
         }
+        if (pthread_create(&s->rtid, NULL, recv_thread, s) != 0) {
+            snprintf(err, errlen, "cannot start the receiving thread");
+            atomic_store(&s->stop, 1);
+            for (int k = 0; k < nthreads; k++) pthread_join(s->tids[k], NULL);
+            for (int k = 0; k < nthreads; k++) kf_db_close(s->pool[k].db);
+            goto fail;
+        }
+        s->receiving = 1;
     }
     return s;
 fail:
@@ -188,6 +217,9 @@ fail_sock:
     pthread_mutex_destroy(&sh->mu);
     pthread_mutex_destroy(&sh->gmu);
     pthread_cond_destroy(&sh->gcond);
+    pthread_mutex_destroy(&sh->qmu);
+    pthread_cond_destroy(&sh->qready);
+    pthread_cond_destroy(&sh->qspace);
     free(s->pool);
     free(s->tids);
     free(sh);
@@ -199,7 +231,15 @@ void kf_server_free(kf_server *s)
 {
     if (!s) return;
     atomic_store(&s->stop, 1);
+    if (s->receiving) pthread_join(s->rtid, NULL);
     for (int i = 0; i < s->nthreads; i++) pthread_join(s->tids[i], NULL);
+    while (s->sh->qhead) { /* received, never served */
+        srv_msg *m = s->sh->qhead;
+        s->sh->qhead = m->next;
+        nn_freemsg(m->body);
+        if (m->control) nn_freemsg(m->control);
+        free(m);
+    }
     if (s->sh->groups)
         kf_log("group commit: %ld results stored in %ld transactions (%.1f per group)",
                s->sh->grouped, s->sh->groups, (double)s->sh->grouped / (double)s->sh->groups);
@@ -209,6 +249,9 @@ void kf_server_free(kf_server *s)
     pthread_mutex_destroy(&s->sh->mu);
     pthread_mutex_destroy(&s->sh->gmu);
     pthread_cond_destroy(&s->sh->gcond);
+    pthread_mutex_destroy(&s->sh->qmu);
+    pthread_cond_destroy(&s->sh->qready);
+    pthread_cond_destroy(&s->sh->qspace);
     free(s->sh);
     free(s->pool);
     free(s->tids);
@@ -1286,12 +1329,32 @@ static void handle(kf_server *s, const uint8_t *msg, size_t len)
     if (req) kfarm__request__free_unpacked(req, NULL);
 }
 
-/* A pool thread: receive on the raw socket (with the routing header),
- * handle with this thread's own database connection, answer. */
-static void *serve_thread(void *arg)
+/* An absolute time ms from now (CLOCK_REALTIME, for pthread_cond_timedwait). */
+static struct timespec in_ms(int ms)
 {
-    kf_server *c = arg, *owner = c->pool;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += (long)ms * 1000000L;
+    ts.tv_sec += ts.tv_nsec / 1000000000L;
+    ts.tv_nsec %= 1000000000L;
+    return ts;
+}
+
+/* The receiving thread: receive on the raw socket (with the routing
+ * header) and queue each request for one serving thread (woken alone); at
+ * most qcap requests wait, beyond them nanomsg holds the rest. */
+static void *recv_thread(void *arg)
+{
+    kf_server *owner = arg;
+    srv_shared *sh = owner->sh;
     while (!atomic_load(&owner->stop)) {
+        pthread_mutex_lock(&sh->qmu);
+        while (sh->qlen >= sh->qcap && !atomic_load(&owner->stop)) {
+            struct timespec t = in_ms(200);
+            pthread_cond_timedwait(&sh->qspace, &sh->qmu, &t);
+        }
+        pthread_mutex_unlock(&sh->qmu);
+        if (atomic_load(&owner->stop)) break;
         void *body = NULL, *control = NULL;
         struct nn_iovec iov = { .iov_base = &body, .iov_len = NN_MSG };
         struct nn_msghdr hdr;
@@ -1300,24 +1363,67 @@ static void *serve_thread(void *arg)
         hdr.msg_iovlen = 1;
         hdr.msg_control = &control;
         hdr.msg_controllen = NN_MSG;
-        int n = nn_recvmsg(c->sock, &hdr, 0);
+        int n = nn_recvmsg(owner->sock, &hdr, 0);  /* wakes every 200 ms (socket timeout) */
         if (n < 0) {
             int e = nn_errno();
             if (e == EAGAIN || e == EINTR || e == ETIMEDOUT) continue;
             if (e == EBADF || e == ETERM) break;
-            kf_log("serving thread %d: nn_recvmsg: %s", c->slot, nn_strerror(e));
+            kf_log("receiving thread: nn_recvmsg: %s", nn_strerror(e));
             struct timespec ts = { 0, 100000000L };
             nanosleep(&ts, NULL);
             continue;
         }
-        c->control = control;
-        handle(c, body, (size_t)n);
+        srv_msg *m = malloc(sizeof(*m));
+        if (!m) { /* dropped: the worker's REQ socket sends it again */
+            nn_freemsg(body);
+            if (control) nn_freemsg(control);
+            continue;
+        }
+        m->body = body;
+        m->control = control;
+        m->n = n;
+        m->next = NULL;
+        pthread_mutex_lock(&sh->qmu);
+        if (sh->qtail) sh->qtail->next = m;
+        else sh->qhead = m;
+        sh->qtail = m;
+        sh->qlen++;
+        pthread_cond_signal(&sh->qready);
+        pthread_mutex_unlock(&sh->qmu);
+    }
+    return NULL;
+}
+
+/* A pool thread: take the next request the receiving thread queued,
+ * handle it with this thread's own database connection, answer. */
+static void *serve_thread(void *arg)
+{
+    kf_server *c = arg, *owner = c->pool;
+    srv_shared *sh = c->sh;
+    while (!atomic_load(&owner->stop)) {
+        pthread_mutex_lock(&sh->qmu);
+        while (!sh->qhead && !atomic_load(&owner->stop)) {
+            struct timespec t = in_ms(200);
+            pthread_cond_timedwait(&sh->qready, &sh->qmu, &t);
+        }
+        srv_msg *m = sh->qhead;
+        if (m) {
+            sh->qhead = m->next;
+            if (!sh->qhead) sh->qtail = NULL;
+            sh->qlen--;
+            pthread_cond_signal(&sh->qspace);
+        }
+        pthread_mutex_unlock(&sh->qmu);
+        if (!m) continue;
+        c->control = m->control;
+        handle(c, m->body, (size_t)m->n);
         pthread_mutex_lock(&c->sh->mu);
         c->sh->inflight_used[c->slot] = 0;
         pthread_mutex_unlock(&c->sh->mu);
         if (c->control) nn_freemsg(c->control); /* not answered (rate-limited refusal) */
         c->control = NULL;
-        nn_freemsg(body);
+        nn_freemsg(m->body);
+        free(m);
         atomic_fetch_add(&owner->handled, 1);
     }
     return NULL;
