@@ -4,8 +4,9 @@
  * Design. One NN_REP socket bound to every --listen address (tcp://, ipc://).
  * With cfg.threads > 1 (the daemon's default) it is a raw (AF_SP_RAW) REP
  * socket served by a pool of threads, each with its own database
- * connection: a request is received with its routing header and answered
- * with it, so requests of different workers run concurrently and the
+ * connection: one receiving thread takes each request off the socket with
+ * its routing header and queues it for one serving thread, which answers
+ * with that header, so requests of different workers run concurrently and the
  * database sees several transactions at once (it commits them together).
  * What the threads share -- the replay cache, the per-second limits of
  * refusals, the header MACs being handled -- is under one mutex; a resend of
