@@ -62,7 +62,9 @@ static void usage(FILE *f)
         "  --export-interval S    seconds between exports (default 10)\n"
         "  --no-migrate           do not apply schema migrations at start\n"
         "  --threads N            serving threads, each with its own database connection\n"
-        "                         (default 4; 1: the main thread serves between its chores)\n"
+        "                         (default 16, at most 64; results waiting on them are stored\n"
+        "                         together: more threads, larger group commits; 1: the main\n"
+        "                         thread serves between its chores)\n"
         "  -h, --help             this help\n"
         "\n"
         "Workers authenticate with their own credentials (kfarm worker add NAME).\n"
@@ -96,7 +98,7 @@ int main(int argc, char **argv)
     kf_server_config cfg;
     memset(&cfg, 0, sizeof(cfg));
     kf_queue_config_default(&cfg.queue);
-    cfg.threads = 4;
+    cfg.threads = 16;
     const char *conninfo = NULL, *export_dir = NULL;
     long export_interval = 10, v;
     int migrate = 1, c;

@@ -9,9 +9,10 @@
  *   attempts exhausted (max_attempts leases): done with a final evaluation,
  *   runtime_error "lost N workers ..." or the last infra_error.
  *
- * Leasing is one UPDATE ... WHERE id = (SELECT ... FOR UPDATE SKIP LOCKED
- * LIMIT 1): concurrent coordinators/connections never hand out the same job
- * and never wait on each other. Each lease draws a new fencing token from a
+ * Leasing is one UPDATE of the jobs picked by a SELECT ... FOR UPDATE SKIP
+ * LOCKED LIMIT n (n = 1, or up to KF_QUEUE_MAX_LEASES for a worker that asks
+ * for several): concurrent coordinators/connections never hand out the same
+ * job and never wait on each other. Each lease draws a new fencing token from a
  * fleet-wide sequence (the public lease number) and a 128-bit random lease
  * token (the secret, RAND_bytes); heartbeats and results must come from the
  * worker holding the lease and carry both, the token compared in constant
@@ -20,7 +21,8 @@
  * owns its token, so a late result with that token is refused as STALE.
  *
  * Exactly-once results: the job row is locked (FOR UPDATE) while a result is
- * checked and stored; an evaluation already stored for (job, token) makes the
+ * checked and stored (one at a time, or many in one transaction: the group
+ * commit of kf_queue_result_group, same checks); an evaluation already stored for (job, token) makes the
  * resend a DUPLICATE (acknowledged, nothing stored), and the unique indexes
  * (job, token) and (job) WHERE is_final back this up in the database itself.
  *
@@ -87,11 +89,37 @@ kf_queue_status kf_queue_lease(kf_db *db, const kf_queue_config *cfg, const char
                                const char *const *classes, int n, kf_lease *out,
                                char *err, size_t errlen);
 
+#define KF_QUEUE_MAX_LEASES 64 /* jobs leased by one kf_queue_lease_many at most */
+
+/* Lease up to max (1..KF_QUEUE_MAX_LEASES) jobs at once, as kf_queue_lease
+ * leases one, in one statement: out[0..*got) receive them (verification
+ * jobs first, then oldest first), each with its own fencing token and
+ * random lease token. Returns KF_Q_OK (*got >= 1), KF_Q_NO_JOB or
+ * KF_Q_ERROR with reason. */
+kf_queue_status kf_queue_lease_many(kf_db *db, const kf_queue_config *cfg, const char *worker_id,
+                                    const char *const *classes, int n, int max, kf_lease *out,
+                                    int *got, char *err, size_t errlen);
+
 /* Extend the lease of (job, token) to now + lease_ms. KF_Q_OK, KF_Q_STALE,
  * or KF_Q_ERROR. */
 kf_queue_status kf_queue_heartbeat(kf_db *db, const kf_queue_config *cfg, const char *worker_id,
                                    int64_t job_id, int64_t token, const uint8_t *lease_token,
                                    size_t lease_token_len, char *err, size_t errlen);
+
+/* One lease of a heartbeat that covers several (kf_queue_heartbeat_many). */
+typedef struct {
+    int64_t job_id, token;
+    const uint8_t *lease_token;
+    size_t lease_token_len;
+    int alive;                 /* out: 1 extended, 0 not current or not this worker's */
+} kf_queue_hb;
+
+/* Extend every lease of hb[0..n) held by worker_id in one statement (as
+ * kf_queue_heartbeat, each checked alike: current, this worker's, lease
+ * token equal). hb[i].alive says which were extended. Returns the number
+ * extended, or -1 with reason (database; none extended). */
+int kf_queue_heartbeat_many(kf_db *db, const kf_queue_config *cfg, const char *worker_id,
+                            kf_queue_hb *hb, int n, char *err, size_t errlen);
 
 /* A worker's report. Strings may be NULL; times in µs, <= 0 or non-finite
  * means "not measured" (stored as NULL). */
@@ -112,6 +140,37 @@ kf_queue_status kf_queue_result(kf_db *db, const kf_queue_config *cfg, const cha
                                 int64_t job_id, int64_t token, const uint8_t *lease_token,
                                 size_t lease_token_len, const kf_result *res,
                                 int *requeued, char *err, size_t errlen);
+
+/* One result of a group (kf_queue_result_group): the request's fields in,
+ * the outcome out. */
+typedef struct {
+    const char *worker_id;
+    int64_t job_id, token;
+    const uint8_t *lease_token;
+    size_t lease_token_len;
+    const kf_result *res;
+    kf_queue_status st;        /* out: as kf_queue_result would return for it alone */
+    int requeued;              /* out: an infra_error put the job back */
+    char err[512];             /* out: the reason of any status but KF_Q_OK */
+} kf_queue_item;
+
+/* Group commit: store the n results of items in one transaction, committed
+ * durably once, each item's outcome exactly the one kf_queue_result gives
+ * (same checks: job locked, exactly once per (job, token), fencing token and
+ * lease token current and the worker's). Items whose checks fail are
+ * answered from the locked rows and store nothing; the rest are stored with
+ * one statement per table for the whole group. Infra_error results, results
+ * of verification jobs and a second result for a job already in the group
+ * are stored after the group commits, each by kf_queue_result. When the
+ * group's transaction fails (database error, deadlock, lost connection) it
+ * is rolled back and every item is stored on its own by kf_queue_result,
+ * so one bad result never decides another's acknowledgement. A verdict
+ * check of an ok result against the campaign's verification bar is made
+ * once per (campaign, target) with the group's best speedup. A group of
+ * one is stored by kf_queue_result. Returns the number of items stored in
+ * the group transaction itself (0 after a fallback); every item's st is
+ * set. */
+int kf_queue_result_group(kf_db *db, const kf_queue_config *cfg, kf_queue_item *items, int n);
 
 /* Undo a lease that never reached the worker (the reply could not be built
  * or sent): back to queued, the attempt not counted. Only if (job, token) is

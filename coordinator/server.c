@@ -44,7 +44,31 @@ typedef struct {
     char stored_hex[2 * KF_WIRE_KEY_LEN + 1];
 } srv_cred;
 
-/* State every serving thread shares, under mu. */
+/* A result waiting for the group commit (on_result): the serving thread
+ * that submitted it sleeps until `done`. */
+typedef struct grp_wait {
+    kf_queue_item item;
+    int done;                /* 1 stored or refused by the group, 0 waiting, -1 never submitted */
+    struct grp_wait *next;
+} grp_wait;
+
+#define KF_SERVER_GROUP_MAX 256 /* results stored per group transaction at most */
+/* Groups stored at the same time at most: a few transactions in flight let
+ * one group's statements overlap another's commit flush (a single leader
+ * made every result wait for the group ahead of it); beyond them, results
+ * gather into larger groups. */
+#define KF_SERVER_GROUP_LEADERS 2
+#define KF_SERVER_MORE_RESULTS 64 /* Result.more entries at most */
+
+/* A received request waiting for a serving thread. */
+typedef struct srv_msg {
+    void *body, *control;    /* nanomsg chunks: the frame, its routing header */
+    int n;
+    struct srv_msg *next;
+} srv_msg;
+
+/* State every serving thread shares, under mu; the group commit's queue
+ * under gmu; the received requests under qmu. */
 typedef struct {
     pthread_mutex_t mu;
     srv_cred creds[KF_SERVER_KEY_CACHE];
@@ -53,6 +77,18 @@ typedef struct {
     int unauth_in_window, logs_in_window, suppressed;
     uint8_t inflight[KF_SERVER_MAX_THREADS][KF_WIRE_MAC_LEN]; /* header MACs being handled */
     int inflight_used[KF_SERVER_MAX_THREADS];
+    pthread_mutex_t gmu;
+    pthread_cond_t gcond;
+    grp_wait *ghead, *gtail; /* results waiting for the next group */
+    int gleaders;            /* threads storing a group now (at most KF_SERVER_GROUP_LEADERS) */
+    long groups, grouped;    /* groups committed and results in them (statistics) */
+    /* One receiving thread hands requests to the serving threads through
+     * this queue: threads blocked in nn_recvmsg on one socket were all woken
+     * by every message (16 wake-ups, 15 of them for nothing). */
+    pthread_mutex_t qmu;
+    pthread_cond_t qready, qspace;
+    srv_msg *qhead, *qtail;
+    int qlen, qcap;          /* requests queued; at most qcap (2 per serving thread) */
 } srv_shared;
 
 /* One serving context: the top-level server (single-threaded mode, and the
@@ -65,10 +101,14 @@ struct kf_server {
     srv_shared *sh;
     void *control;           /* raw: the routing header of the request being answered (NN_MSG chunk) */
     int slot;                /* this context's in-flight slot */
+    uint64_t cancel_buf[4 * KF_QUEUE_MAX_LEASES]; /* a heartbeat reply's cancel_jobs */
+    Kfarm__Status more_status[KF_SERVER_MORE_RESULTS]; /* a result reply's more_status */
     /* top level only */
     struct kf_server *pool;
     pthread_t *tids;
     int nthreads;
+    pthread_t rtid;          /* the receiving thread */
+    int receiving;           /* rtid was started */
     atomic_int stop;
     atomic_long handled;
 };
@@ -80,6 +120,7 @@ typedef struct {
 } peer;
 
 static void *serve_thread(void *arg);
+static void *recv_thread(void *arg);
 
 kf_server *kf_server_new(const kf_server_config *cfg, kf_db *db, char *err, size_t errlen)
 {
@@ -98,6 +139,12 @@ kf_server *kf_server_new(const kf_server_config *cfg, kf_db *db, char *err, size
         return NULL;
     }
     pthread_mutex_init(&sh->mu, NULL);
+    pthread_mutex_init(&sh->gmu, NULL);
+    pthread_cond_init(&sh->gcond, NULL);
+    pthread_mutex_init(&sh->qmu, NULL);
+    pthread_cond_init(&sh->qready, NULL);
+    pthread_cond_init(&sh->qspace, NULL);
+    sh->qcap = 2 * (nthreads > 0 ? nthreads : 1);
     s->sh = sh;
     s->cfg = cfg;
     s->db = db;
@@ -153,6 +200,14 @@ kf_server *kf_server_new(const kf_server_config *cfg, kf_db *db, char *err, size
             }
             s->nthreads = i + 1;
         }
+        if (pthread_create(&s->rtid, NULL, recv_thread, s) != 0) {
+            snprintf(err, errlen, "cannot start the receiving thread");
+            atomic_store(&s->stop, 1);
+            for (int k = 0; k < nthreads; k++) pthread_join(s->tids[k], NULL);
+            for (int k = 0; k < nthreads; k++) kf_db_close(s->pool[k].db);
+            goto fail;
+        }
+        s->receiving = 1;
     }
     return s;
 fail:
@@ -160,6 +215,11 @@ fail:
 fail_sock:
     if (sh->replay) kf_replay_free(sh->replay);
     pthread_mutex_destroy(&sh->mu);
+    pthread_mutex_destroy(&sh->gmu);
+    pthread_cond_destroy(&sh->gcond);
+    pthread_mutex_destroy(&sh->qmu);
+    pthread_cond_destroy(&sh->qready);
+    pthread_cond_destroy(&sh->qspace);
     free(s->pool);
     free(s->tids);
     free(sh);
@@ -171,11 +231,27 @@ void kf_server_free(kf_server *s)
 {
     if (!s) return;
     atomic_store(&s->stop, 1);
+    if (s->receiving) pthread_join(s->rtid, NULL);
     for (int i = 0; i < s->nthreads; i++) pthread_join(s->tids[i], NULL);
+    while (s->sh->qhead) { /* received, never served */
+        srv_msg *m = s->sh->qhead;
+        s->sh->qhead = m->next;
+        nn_freemsg(m->body);
+        if (m->control) nn_freemsg(m->control);
+        free(m);
+    }
+    if (s->sh->groups)
+        kf_log("group commit: %ld results stored in %ld transactions (%.1f per group)",
+               s->sh->grouped, s->sh->groups, (double)s->sh->grouped / (double)s->sh->groups);
     for (int i = 0; i < s->nthreads; i++) kf_db_close(s->pool[i].db);
     nn_close(s->sock);
     kf_replay_free(s->sh->replay);
     pthread_mutex_destroy(&s->sh->mu);
+    pthread_mutex_destroy(&s->sh->gmu);
+    pthread_cond_destroy(&s->sh->gcond);
+    pthread_mutex_destroy(&s->sh->qmu);
+    pthread_cond_destroy(&s->sh->qready);
+    pthread_cond_destroy(&s->sh->qspace);
     free(s->sh);
     free(s->pool);
     free(s->tids);
@@ -357,7 +433,6 @@ static void on_register_(kf_server *s, const peer *who, const Kfarm__Register *m
 
 /* Everything a Job reply points into, freed after the reply is sealed. */
 typedef struct {
-    PGresult *r;
     json_t *files, *defines;
     Kfarm__Job job;
     Kfarm__TaskFile *tf;
@@ -370,7 +445,6 @@ typedef struct {
 
 static void payload_free(job_payload *p)
 {
-    if (p->r) PQclear(p->r);
     json_decref(p->files);
     json_decref(p->defines);
     free(p->tf);
@@ -382,28 +456,18 @@ static void payload_free(job_payload *p)
     memset(p, 0, sizeof(*p));
 }
 
-/* Fill p->job for lease l. Returns 0 or -1 with reason. */
-static int build_payload(kf_server *s, const kf_lease *l, job_payload *p, char *err,
-                         size_t errlen)
+/* Fill p->job for lease l from row `row` of r (the rows of on_get_job's
+ * payload query; r outlives p). files: the task's files already parsed for
+ * an earlier job of the same task (shared, a reference taken), or NULL:
+ * parsed from row frow. Returns 0 or -1 with reason. */
+static int build_payload(kf_server *s, const kf_lease *l, job_payload *p, PGresult *r, int row,
+                         json_t *files, int frow, char *err, size_t errlen)
 {
-    char job[24];
-    snprintf(job, sizeof(job), "%lld", (long long)l->job_id);
-    const char *pp[1] = { job };
-    p->r = kf_db_exec(s->db,
-        "SELECT t.name, t.spec_text, t.files::text, k.source, k.defines::text "
-        "FROM jobs j JOIN candidates k ON k.id = j.candidate_id "
-        "JOIN campaigns c ON c.id = j.campaign_id JOIN tasks t ON t.id = c.task_id "
-        "WHERE j.id = $1::bigint", 1, pp, err, errlen);
-    if (!p->r) return -1;
-    if (PQntuples(p->r) != 1) {
-        snprintf(err, errlen, "job %s vanished", job);
-        return -1;
-    }
     json_error_t je;
-    p->files = json_loads(PQgetvalue(p->r, 0, 2), 0, &je);
-    p->defines = json_loads(PQgetvalue(p->r, 0, 4), 0, &je);
+    p->files = files ? json_incref(files) : json_loads(PQgetvalue(r, frow, 2), 0, &je);
+    p->defines = json_loads(PQgetvalue(r, row, 4), 0, &je);
     if (!json_is_object(p->files) || !json_is_object(p->defines)) {
-        snprintf(err, errlen, "job %s: stored files/defines are not JSON objects", job);
+        snprintf(err, errlen, "job %lld: stored files/defines are not JSON objects", (long long)l->job_id);
         return -1;
     }
     Kfarm__Job init = KFARM__JOB__INIT;
@@ -411,10 +475,10 @@ static int build_payload(kf_server *s, const kf_lease *l, job_payload *p, char *
     p->job.job_id = (uint64_t)l->job_id;
     p->job.fencing_token = (uint64_t)l->fencing_token;
     p->job.candidate_id = (uint64_t)l->candidate_id;
-    p->job.task_name = PQgetvalue(p->r, 0, 0);
-    p->job.task_json = PQgetvalue(p->r, 0, 1);
-    p->job.source.data = (uint8_t *)PQgetvalue(p->r, 0, 3);
-    p->job.source.len = (size_t)PQgetlength(p->r, 0, 3);
+    p->job.task_name = PQgetvalue(r, row, 0);
+    p->job.task_json = PQgetvalue(r, row, 1);
+    p->job.source.data = (uint8_t *)PQgetvalue(r, row, 3);
+    p->job.source.len = (size_t)PQgetlength(r, row, 3);
     p->job.lease_ms = (uint32_t)s->cfg->queue.lease_ms;
     p->job.target = (char *)l->target;
     p->job.has_seed = 1;
@@ -469,8 +533,44 @@ static int build_payload(kf_server *s, const kf_lease *l, job_payload *p, char *
     return 0;
 }
 
-static void on_get_job(kf_server *s, const Kfarm__GetJob *m, Kfarm__Reply *rep, job_payload *p,
-                       kf_lease *l, char *dbuf, size_t dcap)
+/* The leases of one GetJob reply and everything their Job messages point
+ * into (freed after the reply is sealed). */
+typedef struct {
+    int n;
+    kf_lease l[KF_QUEUE_MAX_LEASES];
+    job_payload p[KF_QUEUE_MAX_LEASES];
+    Kfarm__Job *more[KF_QUEUE_MAX_LEASES];
+    int64_t task[KF_QUEUE_MAX_LEASES];   /* each lease's task id */
+    PGresult *r;
+} lease_set;
+
+/* Bytes of a task's files (the reply budget counts them for each job). */
+static size_t files_bytes(json_t *files)
+{
+    size_t n = 0;
+    const char *key;
+    json_t *val;
+    json_object_foreach(files, key, val) n += strlen(key) + json_string_length(val);
+    return n;
+}
+
+static void lease_set_free(lease_set *ls)
+{
+    if (!ls) return;
+    for (int i = 0; i < ls->n; i++) payload_free(&ls->p[i]);
+    if (ls->r) PQclear(ls->r);
+    free(ls);
+}
+
+/* A reply of several jobs stays under this many bytes of sources and task
+ * files (the wire allows KF_WIRE_MAX_MSG); leases beyond it are released. */
+#define KF_SERVER_REPLY_BUDGET (KF_WIRE_MAX_MSG / 2)
+
+/* Lease up to m->max_jobs jobs (one when absent) for m's worker into *lsp
+ * (allocated here; the caller frees it with lease_set_free after sending)
+ * and point rep->job (and rep->more_jobs) at them. */
+static void on_get_job(kf_server *s, const Kfarm__GetJob *m, Kfarm__Reply *rep, lease_set **lsp,
+                       char *dbuf, size_t dcap)
 {
     if (!ok_str(m->worker_id, 128) || !ok_classes(m->classes, m->n_classes)) {
         rep->status = KFARM__STATUS__REJECTED;
@@ -478,9 +578,19 @@ static void on_get_job(kf_server *s, const Kfarm__GetJob *m, Kfarm__Reply *rep, 
         return;
     }
     char err[512];
-    kf_queue_status st = kf_queue_lease(s->db, &s->cfg->queue, m->worker_id,
-                                        (const char *const *)m->classes, (int)m->n_classes, l,
-                                        err, sizeof(err));
+    lease_set *ls = calloc(1, sizeof(*ls));
+    if (!ls) {
+        rep->status = KFARM__STATUS__ERROR;
+        set_detail(rep, dbuf, dcap, "out of memory");
+        return;
+    }
+    *lsp = ls;
+    int want = m->has_max_jobs && m->max_jobs > 1
+        ? (m->max_jobs > KF_QUEUE_MAX_LEASES ? KF_QUEUE_MAX_LEASES : (int)m->max_jobs) : 1;
+    int got = 0;
+    kf_queue_status st = kf_queue_lease_many(s->db, &s->cfg->queue, m->worker_id,
+                                             (const char *const *)m->classes, (int)m->n_classes,
+                                             want, ls->l, &got, err, sizeof(err));
     if (st == KF_Q_NO_JOB) {
         rep->status = KFARM__STATUS__NO_JOB;
         set_detail(rep, dbuf, dcap, err);
@@ -492,21 +602,91 @@ static void on_get_job(kf_server *s, const Kfarm__GetJob *m, Kfarm__Reply *rep, 
         set_detail(rep, dbuf, dcap, err);
         return;
     }
-    if (build_payload(s, l, p, err, sizeof(err)) < 0) {
+    /* every job's task, source and defines in one statement */
+    char *ids = malloc((size_t)got * 24 + 4);
+    size_t il = 0;
+    if (ids) {
+        ids[il++] = '{';
+        for (int i = 0; i < got; i++)
+            il += (size_t)snprintf(ids + il, 24, "%s%lld", i ? "," : "", (long long)ls->l[i].job_id);
+        ids[il++] = '}';
+        ids[il] = 0;
+        const char *pp[1] = { ids };
+        ls->r = kf_db_exec(s->db,
+            /* a task's files once per reply (the first of its jobs): the
+             * other jobs of that task share them */
+            "SELECT t.name, t.spec_text, CASE WHEN row_number() OVER (PARTITION BY t.id ORDER BY j.id) = 1"
+            "  THEN t.files::text END, k.source, k.defines::text, j.id, t.id "
+            "FROM jobs j JOIN candidates k ON k.id = j.candidate_id "
+            "JOIN campaigns c ON c.id = j.campaign_id JOIN tasks t ON t.id = c.task_id "
+            "WHERE j.id = ANY($1::bigint[])", 1, pp, err, sizeof(err));
+        free(ids);
+    } else {
+        snprintf(err, sizeof(err), "out of memory");
+    }
+    size_t bytes = 0;
+    int kept = 0, failed = !ls->r;
+    for (int i = 0; i < got && !failed; i++) {
+        int row = -1;
+        for (int k = 0; k < PQntuples(ls->r) && row < 0; k++)
+            if (kf_db_i64(ls->r, k, 5, -1) == ls->l[i].job_id) row = k;
+        if (row < 0) {
+            snprintf(err, sizeof(err), "job %lld vanished", (long long)ls->l[i].job_id);
+            failed = 1;
+            break;
+        }
+        size_t b = (size_t)PQgetlength(ls->r, row, 1) + (size_t)PQgetlength(ls->r, row, 3) +
+                   (size_t)PQgetlength(ls->r, row, 4);
+        /* the task's files: parsed for an earlier job of the task, or from
+         * the one row of the task that carries them */
+        json_t *files = NULL;
+        int64_t task = kf_db_i64(ls->r, row, 6, -1);
+        int frow = -1;
+        for (int k = 0; k < i && !files; k++)
+            if (ls->task[k] == task) files = ls->p[k].files;
+        for (int k = 0; k < PQntuples(ls->r) && !files && frow < 0; k++)
+            if (kf_db_i64(ls->r, k, 6, -2) == task && !PQgetisnull(ls->r, k, 2)) frow = k;
+        if (!files && frow < 0) {
+            failed = 1;
+            snprintf(err, sizeof(err), "job %lld: its task's files are missing", (long long)ls->l[i].job_id);
+            break;
+        }
+        b += files ? files_bytes(files) : (size_t)PQgetlength(ls->r, frow, 2);
+        if (i > 0 && bytes + b > KF_SERVER_REPLY_BUDGET) break; /* the rest go back */
+        ls->n = i + 1;
+        ls->task[i] = task;
+        if (build_payload(s, &ls->l[i], &ls->p[i], ls->r, row, files, frow, err, sizeof(err)) < 0) {
+            failed = 1;
+            break;
+        }
+        bytes += b;
+        kept = i + 1;
+    }
+    if (failed) kept = 0;
+    /* leases that will not be sent: back to the queue, the attempt not counted */
+    for (int i = kept; i < got; i++) {
         char e2[256];
-        kf_log("job %lld: cannot build the job for %s: %s (released)", (long long)l->job_id,
-               m->worker_id, err);
-        kf_queue_release(s->db, l->job_id, l->fencing_token, e2, sizeof(e2));
-        l->job_id = 0;
+        if (failed)
+            kf_log("job %lld: cannot build the job for %s: %s (released)", (long long)ls->l[i].job_id,
+                   m->worker_id, err);
+        kf_queue_release(s->db, ls->l[i].job_id, ls->l[i].fencing_token, e2, sizeof(e2));
+    }
+    if (failed) {
         rep->status = KFARM__STATUS__ERROR;
         set_detail(rep, dbuf, dcap, err);
         return;
     }
-    kf_log("job %lld (candidate %lld, %s%s) leased to %s, lease %lld, attempt %d",
-           (long long)l->job_id, (long long)l->candidate_id, l->target,
-           l->verify ? ", verification" : "", m->worker_id, (long long)l->fencing_token, l->attempt);
+    for (int i = 0; i < kept; i++) {
+        const kf_lease *l = &ls->l[i];
+        kf_log("job %lld (candidate %lld, %s%s) leased to %s, lease %lld, attempt %d",
+               (long long)l->job_id, (long long)l->candidate_id, l->target,
+               l->verify ? ", verification" : "", m->worker_id, (long long)l->fencing_token, l->attempt);
+        if (i > 0) ls->more[i - 1] = &ls->p[i].job;
+    }
     rep->status = KFARM__STATUS__OK;
-    rep->job = &p->job;
+    rep->job = &ls->p[0].job;
+    rep->n_more_jobs = (size_t)(kept - 1);
+    rep->more_jobs = kept > 1 ? ls->more : NULL;
 }
 
 /* ---- Heartbeat ---- */
@@ -520,11 +700,50 @@ static void on_heartbeat(kf_server *s, const Kfarm__Heartbeat *m, Kfarm__Reply *
         return;
     }
     char err[512];
-    kf_queue_status st = kf_queue_heartbeat(s->db, &s->cfg->queue, m->worker_id,
-                                            (int64_t)m->job_id, (int64_t)m->fencing_token,
-                                            m->has_lease_token ? m->lease_token.data : NULL,
-                                            m->has_lease_token ? m->lease_token.len : 0,
-                                            err, sizeof(err));
+    kf_queue_status st = KF_Q_ERROR;
+    if (m->n_more > 0) {
+        /* every lease the worker holds, in one statement; job_id's own
+         * refusal is then asked again alone, for its exact reason */
+        size_t n = m->n_more + 1;
+        if (n > 4 * KF_QUEUE_MAX_LEASES) {
+            rep->status = KFARM__STATUS__REJECTED;
+            set_detail(rep, dbuf, dcap, "heartbeat: too many leases in one heartbeat");
+            return;
+        }
+        kf_queue_hb hb[4 * KF_QUEUE_MAX_LEASES];
+        for (size_t i = 0; i < n; i++) {
+            const Kfarm__LeaseRef *r = i ? m->more[i - 1] : NULL;
+            uint64_t job = r ? r->job_id : m->job_id, tok = r ? r->fencing_token : m->fencing_token;
+            int has = r ? r->has_lease_token : m->has_lease_token;
+            const ProtobufCBinaryData *lt = r ? &r->lease_token : &m->lease_token;
+            hb[i].job_id = job > INT64_MAX ? -1 : (int64_t)job;
+            hb[i].token = tok > INT64_MAX ? -1 : (int64_t)tok;
+            hb[i].lease_token = has ? lt->data : NULL;
+            hb[i].lease_token_len = has ? lt->len : 0;
+        }
+        int ext = kf_queue_heartbeat_many(s->db, &s->cfg->queue, m->worker_id, hb, (int)n, err,
+                                          sizeof(err));
+        if (ext < 0) {
+            rep->status = KFARM__STATUS__ERROR;
+            set_detail(rep, dbuf, dcap, err);
+            return;
+        }
+        rep->cancel_jobs = s->cancel_buf;
+        for (size_t i = 1; i < n; i++)
+            if (!hb[i].alive) {
+                s->cancel_buf[rep->n_cancel_jobs++] = m->more[i - 1]->job_id;
+                kf_log("heartbeat from %s: lease %llu of job %llu is not current or not its own "
+                       "(told to cancel)", m->worker_id, (unsigned long long)m->more[i - 1]->fencing_token,
+                       (unsigned long long)m->more[i - 1]->job_id);
+            }
+        if (hb[0].alive) st = KF_Q_OK;
+    }
+    if (st != KF_Q_OK)
+        st = kf_queue_heartbeat(s->db, &s->cfg->queue, m->worker_id,
+                                (int64_t)m->job_id, (int64_t)m->fencing_token,
+                                m->has_lease_token ? m->lease_token.data : NULL,
+                                m->has_lease_token ? m->lease_token.len : 0,
+                                err, sizeof(err));
     if (st == KF_Q_OK) {
         rep->status = KFARM__STATUS__OK;
         rep->has_lease_ms = 1;
@@ -547,6 +766,123 @@ static void on_heartbeat(kf_server *s, const Kfarm__Heartbeat *m, Kfarm__Reply *
 
 /* ---- Result ---- */
 
+/* Group commit, leader/follower: the results w[0..nw) join the queue of
+ * results waiting; while fewer than KF_SERVER_GROUP_LEADERS serving threads
+ * are storing a group, this one becomes a leader, takes every result
+ * waiting (up to KF_SERVER_GROUP_MAX) and stores them in one transaction on
+ * its own connection (kf_queue_result_group), then wakes the others. A
+ * thread returns only when its own results' transactions have committed (or
+ * failed), so every reply is sent after the commit that stored it. While
+ * the leaders store, the results of the other threads gather for the next
+ * groups. */
+static void group_submit(kf_server *s, grp_wait *w, int nw)
+{
+    srv_shared *sh = s->sh;
+    int pending = 0;
+    pthread_mutex_lock(&sh->gmu);
+    for (int i = 0; i < nw; i++) {
+        if (w[i].done < 0) continue; /* refused before: not stored */
+        w[i].done = 0;
+        w[i].next = NULL;
+        if (sh->gtail) sh->gtail->next = &w[i];
+        else sh->ghead = &w[i];
+        sh->gtail = &w[i];
+        pending++;
+    }
+    while (pending > 0) {
+        pending = 0;
+        for (int i = 0; i < nw; i++) pending += w[i].done == 0;
+        if (!pending) break;
+        if (sh->gleaders >= KF_SERVER_GROUP_LEADERS || !sh->ghead) {
+            pthread_cond_wait(&sh->gcond, &sh->gmu);
+            continue;
+        }
+        sh->gleaders++;
+        grp_wait *batch[KF_SERVER_GROUP_MAX];
+        kf_queue_item items[KF_SERVER_GROUP_MAX];
+        int n = 0;
+        while (sh->ghead && n < KF_SERVER_GROUP_MAX) {
+            batch[n] = sh->ghead;
+            items[n] = sh->ghead->item;
+            n++;
+            sh->ghead = sh->ghead->next;
+        }
+        if (!sh->ghead) sh->gtail = NULL;
+        pthread_mutex_unlock(&sh->gmu);
+        kf_queue_result_group(s->db, &s->cfg->queue, items, n);
+        pthread_mutex_lock(&sh->gmu);
+        for (int i = 0; i < n; i++) {
+            batch[i]->item = items[i];
+            batch[i]->done = 1;
+        }
+        sh->groups++;
+        sh->grouped += n;
+        sh->gleaders--;
+        pthread_cond_broadcast(&sh->gcond);
+    }
+    pthread_mutex_unlock(&sh->gmu);
+}
+
+/* Log the outcome of result m (stored, duplicate, refused) and return its
+ * wire status (the reason, for anything but OK, is in it->err). */
+static Kfarm__Status result_outcome(const Kfarm__Result *m, const kf_result *r, const kf_queue_item *it)
+{
+    switch (it->st) {
+    case KF_Q_OK:
+        if (r->speedup > 0)
+            kf_log("job %llu: %s from %s, speedup %.3fx (%.2f us vs %.2f us)",
+                   (unsigned long long)m->job_id, m->verdict, m->worker_id, r->speedup,
+                   r->candidate_us, r->baseline_us);
+        else
+            kf_log("job %llu: %s from %s%s%.*s%s", (unsigned long long)m->job_id, m->verdict,
+                   m->worker_id, m->detail && *m->detail ? " (" : "", 160,
+                   m->detail ? m->detail : "", m->detail && *m->detail ? ")" : "");
+        if (it->requeued) kf_log("job %llu: requeued after infra_error", (unsigned long long)m->job_id);
+        return KFARM__STATUS__OK;
+    case KF_Q_DUPLICATE:
+        kf_log("job %llu: duplicate result from %s acknowledged", (unsigned long long)m->job_id,
+               m->worker_id);
+        return KFARM__STATUS__DUPLICATE;
+    case KF_Q_STALE:
+        kf_log("job %llu: stale result from %s refused: %s", (unsigned long long)m->job_id,
+               m->worker_id, it->err);
+        return KFARM__STATUS__STALE;
+    case KF_Q_REJECTED:
+        kf_log("job %llu: result from %s rejected: %s", (unsigned long long)m->job_id,
+               m->worker_id, it->err);
+        return KFARM__STATUS__REJECTED;
+    default:
+        kf_log("job %llu: result from %s not stored: %s", (unsigned long long)m->job_id,
+               m->worker_id, it->err);
+        return KFARM__STATUS__ERROR;
+    }
+}
+
+/* The fields of a Result.more entry as a Result (no more, no next). */
+static void item_as_result(const Kfarm__ResultItem *x, Kfarm__Result *out)
+{
+    Kfarm__Result init = KFARM__RESULT__INIT;
+    *out = init;
+    out->worker_id = x->worker_id;
+    out->job_id = x->job_id;
+    out->fencing_token = x->fencing_token;
+    out->verdict = x->verdict;
+    out->detail = x->detail;
+    out->metrics_json = x->metrics_json;
+    out->compile_log = x->compile_log;
+    out->has_candidate_us = x->has_candidate_us;
+    out->candidate_us = x->candidate_us;
+    out->has_baseline_us = x->has_baseline_us;
+    out->baseline_us = x->baseline_us;
+    out->has_speedup = x->has_speedup;
+    out->speedup = x->speedup;
+    out->has_lease_token = x->has_lease_token;
+    out->lease_token = x->lease_token;
+}
+
+/* Store result m, and the results of m->more with it (one group commit),
+ * each checked as if sent alone; rep->status is m's, rep->more_status
+ * each of m->more's. */
 static void on_result(kf_server *s, const Kfarm__Result *m, Kfarm__Reply *rep, char *dbuf,
                       size_t dcap)
 {
@@ -555,57 +891,70 @@ static void on_result(kf_server *s, const Kfarm__Result *m, Kfarm__Reply *rep, c
         set_detail(rep, dbuf, dcap, "result: bad worker_id, job or token");
         return;
     }
-    kf_result r = {
-        .verdict = m->verdict,
-        .detail = m->detail,
-        .metrics_json = m->metrics_json,
-        .compile_log = m->compile_log,
-        .candidate_us = m->has_candidate_us ? m->candidate_us : 0,
-        .baseline_us = m->has_baseline_us ? m->baseline_us : 0,
-        .speedup = m->has_speedup ? m->speedup : 0,
-    };
-    char err[512];
-    int requeued = 0;
-    kf_queue_status st = kf_queue_result(s->db, &s->cfg->queue, m->worker_id,
-                                         (int64_t)m->job_id, (int64_t)m->fencing_token,
-                                         m->has_lease_token ? m->lease_token.data : NULL,
-                                         m->has_lease_token ? m->lease_token.len : 0, &r,
-                                         &requeued, err, sizeof(err));
-    switch (st) {
-    case KF_Q_OK:
-        rep->status = KFARM__STATUS__OK;
-        if (r.speedup > 0)
-            kf_log("job %llu: %s from %s, speedup %.3fx (%.2f us vs %.2f us)",
-                   (unsigned long long)m->job_id, m->verdict, m->worker_id, r.speedup,
-                   r.candidate_us, r.baseline_us);
-        else
-            kf_log("job %llu: %s from %s%s%.*s%s", (unsigned long long)m->job_id, m->verdict,
-                   m->worker_id, m->detail && *m->detail ? " (" : "", 160,
-                   m->detail ? m->detail : "", m->detail && *m->detail ? ")" : "");
-        if (requeued) kf_log("job %llu: requeued after infra_error", (unsigned long long)m->job_id);
-        return;
-    case KF_Q_DUPLICATE:
-        kf_log("job %llu: duplicate result from %s acknowledged", (unsigned long long)m->job_id,
-               m->worker_id);
-        rep->status = KFARM__STATUS__DUPLICATE;
-        break;
-    case KF_Q_STALE:
-        kf_log("job %llu: stale result from %s refused: %s", (unsigned long long)m->job_id,
-               m->worker_id, err);
-        rep->status = KFARM__STATUS__STALE;
-        break;
-    case KF_Q_REJECTED:
-        kf_log("job %llu: result from %s rejected: %s", (unsigned long long)m->job_id,
-               m->worker_id, err);
+    if (m->n_more > KF_SERVER_MORE_RESULTS) {
         rep->status = KFARM__STATUS__REJECTED;
-        break;
-    default:
-        kf_log("job %llu: result from %s not stored: %s", (unsigned long long)m->job_id,
-               m->worker_id, err);
-        rep->status = KFARM__STATUS__ERROR;
-        break;
+        set_detail(rep, dbuf, dcap, "result: more than 64 results in one message");
+        return;
     }
-    set_detail(rep, dbuf, dcap, err);
+    size_t n = 1 + m->n_more;
+    grp_wait *w = calloc(n, sizeof(*w));
+    kf_result *r = calloc(n, sizeof(*r));
+    Kfarm__Result *mr = calloc(n, sizeof(*mr)); /* mr[i]: m->more[i - 1] as a Result */
+    if (!w || !r || !mr) {
+        free(w);
+        free(r);
+        free(mr);
+        rep->status = KFARM__STATUS__ERROR;
+        set_detail(rep, dbuf, dcap, "out of memory");
+        return;
+    }
+    for (size_t i = 1; i < n; i++) item_as_result(m->more[i - 1], &mr[i]);
+    for (size_t i = 0; i < n; i++) {
+        const Kfarm__Result *x = i ? &mr[i] : m;
+        /* an entry for another worker, or with an out-of-range id, is
+         * refused alone (the request as a whole is m's worker's) */
+        if (i && (!x->worker_id || strcmp(x->worker_id, m->worker_id) != 0 || x->job_id > INT64_MAX ||
+                  x->fencing_token > INT64_MAX)) {
+            w[i].item.st = KF_Q_REJECTED;
+            snprintf(w[i].item.err, sizeof(w[i].item.err), "result: bad worker_id, job or token");
+            w[i].done = -1;
+            continue;
+        }
+        kf_result rr = {
+            .verdict = x->verdict,
+            .detail = x->detail,
+            .metrics_json = x->metrics_json,
+            .compile_log = x->compile_log,
+            .candidate_us = x->has_candidate_us ? x->candidate_us : 0,
+            .baseline_us = x->has_baseline_us ? x->baseline_us : 0,
+            .speedup = x->has_speedup ? x->speedup : 0,
+        };
+        r[i] = rr;
+        w[i].item.worker_id = x->worker_id;
+        w[i].item.job_id = (int64_t)x->job_id;
+        w[i].item.token = (int64_t)x->fencing_token;
+        w[i].item.lease_token = x->has_lease_token ? x->lease_token.data : NULL;
+        w[i].item.lease_token_len = x->has_lease_token ? x->lease_token.len : 0;
+        w[i].item.res = &r[i];
+    }
+    group_submit(s, w, (int)n);
+    for (size_t i = 0; i < n; i++) {
+        const Kfarm__Result *x = i ? &mr[i] : m;
+        Kfarm__Status st = w[i].done < 0 ? KFARM__STATUS__REJECTED : result_outcome(x, &r[i], &w[i].item);
+        if (i == 0) {
+            rep->status = st;
+            if (st != KFARM__STATUS__OK) set_detail(rep, dbuf, dcap, w[0].item.err);
+        } else {
+            s->more_status[i - 1] = st;
+        }
+    }
+    if (n > 1) {
+        rep->n_more_status = n - 1;
+        rep->more_status = s->more_status;
+    }
+    free(w);
+    free(r);
+    free(mr);
 }
 
 /* ---- the request cycle ---- */
@@ -897,10 +1246,7 @@ static void handle(kf_server *s, const uint8_t *msg, size_t len)
     }
     /* 5. only now: decode */
     Kfarm__Request *req = kfarm__request__unpack(NULL, f.body_len, f.body);
-    job_payload payload;
-    kf_lease lease;
-    memset(&payload, 0, sizeof(payload));
-    memset(&lease, 0, sizeof(lease));
+    lease_set *leases = NULL;
     const char *claimed = !req ? NULL
         : req->msg_case == KFARM__REQUEST__MSG_REGISTER ? req->register_->worker_id
         : req->msg_case == KFARM__REQUEST__MSG_GET_JOB ? req->get_job->worker_id
@@ -931,7 +1277,7 @@ static void handle(kf_server *s, const uint8_t *msg, size_t len)
             on_register(s, &who, req->register_, &rep, dbuf, sizeof(dbuf));
             break;
         case KFARM__REQUEST__MSG_GET_JOB:
-            on_get_job(s, req->get_job, &rep, &payload, &lease, dbuf, sizeof(dbuf));
+            on_get_job(s, req->get_job, &rep, &leases, dbuf, sizeof(dbuf));
             break;
         case KFARM__REQUEST__MSG_HEARTBEAT:
             on_heartbeat(s, req->heartbeat, &rep, dbuf, sizeof(dbuf));
@@ -947,8 +1293,12 @@ static void handle(kf_server *s, const uint8_t *msg, size_t len)
                  rep.status == KFARM__STATUS__STALE)) {
                 Kfarm__Reply nrep = KFARM__REPLY__INIT;
                 char nbuf[512];
-                on_get_job(s, req->result->next, &nrep, &payload, &lease, nbuf, sizeof(nbuf));
-                if (nrep.status == KFARM__STATUS__OK && nrep.job) rep.job = nrep.job;
+                on_get_job(s, req->result->next, &nrep, &leases, nbuf, sizeof(nbuf));
+                if (nrep.status == KFARM__STATUS__OK && nrep.job) {
+                    rep.job = nrep.job;
+                    rep.n_more_jobs = nrep.n_more_jobs;
+                    rep.more_jobs = nrep.more_jobs;
+                }
             }
             break;
         case KFARM__REQUEST__MSG_GOODBYE: {
@@ -975,16 +1325,36 @@ static void handle(kf_server *s, const uint8_t *msg, size_t len)
     if (req && rep.status != KFARM__STATUS__REJECTED &&
         (req->msg_case == KFARM__REQUEST__MSG_REGISTER || req->msg_case == KFARM__REQUEST__MSG_GET_JOB))
         kf_queue_note_clock(s->db, f.id, (int64_t)f.ts_ms - kf_wire_now_ms(), derr, sizeof(derr));
-    payload_free(&payload);
+    lease_set_free(leases);
     if (req) kfarm__request__free_unpacked(req, NULL);
 }
 
-/* A pool thread: receive on the raw socket (with the routing header),
- * handle with this thread's own database connection, answer. */
-static void *serve_thread(void *arg)
+/* An absolute time ms from now (CLOCK_REALTIME, for pthread_cond_timedwait). */
+static struct timespec in_ms(int ms)
 {
-    kf_server *c = arg, *owner = c->pool;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += (long)ms * 1000000L;
+    ts.tv_sec += ts.tv_nsec / 1000000000L;
+    ts.tv_nsec %= 1000000000L;
+    return ts;
+}
+
+/* The receiving thread: receive on the raw socket (with the routing
+ * header) and queue each request for one serving thread (woken alone); at
+ * most qcap requests wait, beyond them nanomsg holds the rest. */
+static void *recv_thread(void *arg)
+{
+    kf_server *owner = arg;
+    srv_shared *sh = owner->sh;
     while (!atomic_load(&owner->stop)) {
+        pthread_mutex_lock(&sh->qmu);
+        while (sh->qlen >= sh->qcap && !atomic_load(&owner->stop)) {
+            struct timespec t = in_ms(200);
+            pthread_cond_timedwait(&sh->qspace, &sh->qmu, &t);
+        }
+        pthread_mutex_unlock(&sh->qmu);
+        if (atomic_load(&owner->stop)) break;
         void *body = NULL, *control = NULL;
         struct nn_iovec iov = { .iov_base = &body, .iov_len = NN_MSG };
         struct nn_msghdr hdr;
@@ -993,24 +1363,67 @@ static void *serve_thread(void *arg)
         hdr.msg_iovlen = 1;
         hdr.msg_control = &control;
         hdr.msg_controllen = NN_MSG;
-        int n = nn_recvmsg(c->sock, &hdr, 0);
+        int n = nn_recvmsg(owner->sock, &hdr, 0);  /* wakes every 200 ms (socket timeout) */
         if (n < 0) {
             int e = nn_errno();
             if (e == EAGAIN || e == EINTR || e == ETIMEDOUT) continue;
             if (e == EBADF || e == ETERM) break;
-            kf_log("serving thread %d: nn_recvmsg: %s", c->slot, nn_strerror(e));
+            kf_log("receiving thread: nn_recvmsg: %s", nn_strerror(e));
             struct timespec ts = { 0, 100000000L };
             nanosleep(&ts, NULL);
             continue;
         }
-        c->control = control;
-        handle(c, body, (size_t)n);
+        srv_msg *m = malloc(sizeof(*m));
+        if (!m) { /* dropped: the worker's REQ socket sends it again */
+            nn_freemsg(body);
+            if (control) nn_freemsg(control);
+            continue;
+        }
+        m->body = body;
+        m->control = control;
+        m->n = n;
+        m->next = NULL;
+        pthread_mutex_lock(&sh->qmu);
+        if (sh->qtail) sh->qtail->next = m;
+        else sh->qhead = m;
+        sh->qtail = m;
+        sh->qlen++;
+        pthread_cond_signal(&sh->qready);
+        pthread_mutex_unlock(&sh->qmu);
+    }
+    return NULL;
+}
+
+/* A pool thread: take the next request the receiving thread queued,
+ * handle it with this thread's own database connection, answer. */
+static void *serve_thread(void *arg)
+{
+    kf_server *c = arg, *owner = c->pool;
+    srv_shared *sh = c->sh;
+    while (!atomic_load(&owner->stop)) {
+        pthread_mutex_lock(&sh->qmu);
+        while (!sh->qhead && !atomic_load(&owner->stop)) {
+            struct timespec t = in_ms(200);
+            pthread_cond_timedwait(&sh->qready, &sh->qmu, &t);
+        }
+        srv_msg *m = sh->qhead;
+        if (m) {
+            sh->qhead = m->next;
+            if (!sh->qhead) sh->qtail = NULL;
+            sh->qlen--;
+            pthread_cond_signal(&sh->qspace);
+        }
+        pthread_mutex_unlock(&sh->qmu);
+        if (!m) continue;
+        c->control = m->control;
+        handle(c, m->body, (size_t)m->n);
         pthread_mutex_lock(&c->sh->mu);
         c->sh->inflight_used[c->slot] = 0;
         pthread_mutex_unlock(&c->sh->mu);
         if (c->control) nn_freemsg(c->control); /* not answered (rate-limited refusal) */
         c->control = NULL;
-        nn_freemsg(body);
+        nn_freemsg(m->body);
+        free(m);
         atomic_fetch_add(&owner->handled, 1);
     }
     return NULL;

@@ -4,8 +4,9 @@
  * Design. One NN_REP socket bound to every --listen address (tcp://, ipc://).
  * With cfg.threads > 1 (the daemon's default) it is a raw (AF_SP_RAW) REP
  * socket served by a pool of threads, each with its own database
- * connection: a request is received with its routing header and answered
- * with it, so requests of different workers run concurrently and the
+ * connection: one receiving thread takes each request off the socket with
+ * its routing header and queues it for one serving thread, which answers
+ * with that header, so requests of different workers run concurrently and the
  * database sees several transactions at once (it commits them together).
  * What the threads share -- the replay cache, the per-second limits of
  * refusals, the header MACs being handled -- is under one mutex; a resend of
@@ -13,7 +14,11 @@
  * answer carries the same routing header). One worker's requests never run
  * concurrently: its REQ socket has one request outstanding. The daemon's
  * main thread runs the reaper, campaign progression and the pulse with its
- * own connection. With threads <= 1 the caller's thread serves in
+ * own connection. Results are group-committed: a serving thread with a
+ * result queues it, and while fewer than two threads are storing a group,
+ * it becomes a leader and stores every result queued in one transaction
+ * (kf_queue_result_group); each thread answers after the commit that stored
+ * its result. With threads <= 1 the caller's thread serves in
  * kf_server_poll (a plain REP socket).
  *
  * Each request is authenticated before it is parsed (proto/kf_wire.h): frame
@@ -29,9 +34,11 @@
  * both rate-limited per second, never fatal. Then dispatch:
  *   Register  -> claim the identity for this instance (CONFLICT
  *                while another instance is live), upsert the worker  OK
- *   GetJob    -> lease a job + its task, source and defines        OK | NO_JOB
- *   Heartbeat -> extend the lease                                  OK | STALE (cancel)
- *   Result    -> store exactly once                                OK | DUPLICATE | STALE
+ *   GetJob    -> lease a job (max_jobs: up to 64) + its task, source
+ *                and defines                                       OK | NO_JOB
+ *   Heartbeat -> extend the lease (and those in `more`)            OK | STALE (cancel)
+ *   Result    -> store exactly once (and those in `more`, one
+ *                group commit; more_status answers each)          OK | DUPLICATE | STALE
  * Database trouble is answered ERROR (the worker retries later).
  */
 #ifndef KF_SERVER_H

@@ -465,20 +465,39 @@ typedef struct {
     int used;
 } replay_entry;
 
+/* A ring of the last `cap` replies, indexed by a chained hash of the key
+ * (the key is a MAC prefix: uniformly random, its first bytes are the
+ * hash): a lookup costs one bucket's chain, not a scan of the ring. */
 struct kf_replay {
     replay_entry *ring;
-    size_t cap, next;
+    int32_t *chain;   /* per ring slot: the next slot of its bucket, -1 */
+    int32_t *bucket;  /* per bucket: its first ring slot, -1 */
+    size_t cap, next, nbuckets;
 };
+
+static size_t replay_hash(const kf_replay *r, const uint8_t *key)
+{
+    uint64_t h;
+    memcpy(&h, key, sizeof(h));
+    return (size_t)(h & (r->nbuckets - 1));
+}
 
 kf_replay *kf_replay_new(size_t capacity)
 {
+    if (capacity < 1 || capacity > (size_t)INT32_MAX / 4) return NULL;
     kf_replay *r = calloc(1, sizeof(*r));
     if (!r) return NULL;
+    r->nbuckets = 1;
+    while (r->nbuckets < capacity) r->nbuckets <<= 1;
     r->ring = calloc(capacity, sizeof(replay_entry));
-    if (!r->ring) {
-        free(r);
+    r->chain = malloc(capacity * sizeof(*r->chain));
+    r->bucket = malloc(r->nbuckets * sizeof(*r->bucket));
+    if (!r->ring || !r->chain || !r->bucket) {
+        kf_replay_free(r);
         return NULL;
     }
+    for (size_t i = 0; i < capacity; i++) r->chain[i] = -1;
+    for (size_t i = 0; i < r->nbuckets; i++) r->bucket[i] = -1;
     r->cap = capacity;
     return r;
 }
@@ -486,16 +505,17 @@ kf_replay *kf_replay_new(size_t capacity)
 void kf_replay_free(kf_replay *r)
 {
     if (!r) return;
-    for (size_t i = 0; i < r->cap; i++) free(r->ring[i].reply);
+    if (r->ring)
+        for (size_t i = 0; i < r->cap; i++) free(r->ring[i].reply);
     free(r->ring);
+    free(r->chain);
+    free(r->bucket);
     free(r);
 }
 
-/* Linear scan: capacity is a few thousand and each lookup costs far less
- * than the database round trip that follows it. */
 int kf_replay_get(kf_replay *r, const uint8_t *nonce, const uint8_t **reply, size_t *len)
 {
-    for (size_t i = 0; i < r->cap; i++) {
+    for (int32_t i = r->bucket[replay_hash(r, nonce)]; i >= 0; i = r->chain[i]) {
         replay_entry *e = &r->ring[i];
         if (e->used && memcmp(e->nonce, nonce, KF_WIRE_NONCE_LEN) == 0) {
             *reply = e->reply;
@@ -508,8 +528,14 @@ int kf_replay_get(kf_replay *r, const uint8_t *nonce, const uint8_t **reply, siz
 
 void kf_replay_put(kf_replay *r, const uint8_t *nonce, const uint8_t *reply, size_t len)
 {
-    replay_entry *e = &r->ring[r->next];
+    int32_t slot = (int32_t)r->next;
+    replay_entry *e = &r->ring[slot];
     r->next = (r->next + 1) % r->cap;
+    if (e->used) { /* the oldest entry leaves its bucket */
+        int32_t *link = &r->bucket[replay_hash(r, e->nonce)];
+        while (*link >= 0 && *link != slot) link = &r->chain[*link];
+        if (*link == slot) *link = r->chain[slot];
+    }
     free(e->reply);
     memcpy(e->nonce, nonce, KF_WIRE_NONCE_LEN);
     e->reply = NULL;
@@ -522,4 +548,7 @@ void kf_replay_put(kf_replay *r, const uint8_t *nonce, const uint8_t *reply, siz
         }
     }
     e->used = 1;
+    size_t b = replay_hash(r, nonce);
+    r->chain[slot] = r->bucket[b];
+    r->bucket[b] = slot;
 }

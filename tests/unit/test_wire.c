@@ -98,6 +98,23 @@ int main(void)
     }
     CHECK(&st, kf_replay_get(rc, key16, &cached, &clen) == 0, "oldest evicted");
     kf_replay_free(rc);
+    /* keys of one hash bucket (equal first 8 bytes): every one still held
+     * is found with its own reply, the evicted ones are not */
+    rc = kf_replay_new(8);
+    uint8_t same[16] = { 7, 7, 7, 7, 7, 7, 7, 7 };
+    for (int i = 0; i < 20; i++) {
+        same[15] = (uint8_t)i;
+        uint8_t rep1 = (uint8_t)(100 + i);
+        kf_replay_put(rc, same, &rep1, 1);
+    }
+    int found_ok = 1;
+    for (int i = 0; i < 20; i++) {
+        same[15] = (uint8_t)i;
+        int hit = kf_replay_get(rc, same, &cached, &clen);
+        if (hit != (i >= 12) || (hit && (clen != 1 || cached[0] != 100 + i))) found_ok = 0;
+    }
+    CHECK(&st, found_ok, "one bucket: the last 8 found with their replies, the first 12 evicted");
+    kf_replay_free(rc);
 
     /* Real sockets: a 4 MiB job reply crosses nanomsg to a client. */
     char addr[128];

@@ -18,6 +18,11 @@
 #   PIGGYBACK=1            loadgen's Results carry the next GetJob (2 messages
 #                          per job instead of 3; default 0)
 #   SYSTEMS="kfarm graphile"  which systems to run (default both)
+#   JOBS_PER_LEASE=1       loadgen --jobs-per-lease: jobs per GetJob (max_jobs),
+#                          one heartbeat for all of them (default 1)
+#   BATCH_RESULTS=0        loadgen --batch-results: the results of a lease's jobs
+#                          in one message (Result.more; default 0)
+#   COORD_THREADS=         kfarm-coordinator --threads (default: the coordinator's)
 #
 # What it does:
 # 1. builds loadgen, kfarm-coordinator and kfarm (RelWithDebInfo, CUDA off,
@@ -105,13 +110,14 @@ run_kfarm() { # N RUN
   local n=$1 r=$2 db log cpu
   db=$(tools/devdb createdb "kfd_${n}_$r" 2>/dev/null)
   log=$logs/coordinator-$n-$r.log
-  KFARM_DB=$db "$build/kfarm-coordinator" --listen "$addr" >"$log" 2>&1 &
+  KFARM_DB=$db "$build/kfarm-coordinator" --listen "$addr" ${COORD_THREADS:+--threads "$COORD_THREADS"} >"$log" 2>&1 &
   coord_pid=$!
   for _ in $(seq 300); do grep -q "coordinator started" "$log" && break; sleep 0.1; done
   grep -q "coordinator started" "$log" || { echo "coordinator did not start (log: $log)"; tail -5 "$log"; stop_coordinator; return 1; }
   local rc=0
   KFARM_DB=$db "$build/tools/bench/loadgen" --coordinator "$addr" --workers "$n" \
-    --duration "$duration" --queue "$queue" --piggyback "${PIGGYBACK:-0}" || rc=$?
+    --duration "$duration" --queue "$queue" --piggyback "${PIGGYBACK:-0}" \
+    --jobs-per-lease "${JOBS_PER_LEASE:-1}" --batch-results "${BATCH_RESULTS:-0}" || rc=$?
   cpu=$(awk -v t="$clk" '{printf "%.2f", ($14 + $15) / t}' "/proc/$coord_pid/stat" 2>/dev/null || echo 0)
   echo "RESULT coordinator workers=$n run=$r cpu_s=$cpu"
   stop_coordinator
@@ -138,7 +144,7 @@ status=0
   echo "postgres: $(psql "$conn" -tAc 'SHOW server_version' 2>/dev/null || echo '?') (devdb: fsync on, unix socket)"
   echo "node:     $(node --version), graphile-worker $(node -p 'require("./tools/bench/graphile/node_modules/graphile-worker/package.json").version')"
   echo "commit:   $(git rev-parse --short HEAD 2>/dev/null || echo ?)"
-  echo "settings: WORKERS='$workers_list' RUNS=$runs DURATION=$duration QUEUE=$queue GRAPHILE_QUEUE=$gqueue PIGGYBACK=${PIGGYBACK:-0}"
+  echo "settings: WORKERS='$workers_list' RUNS=$runs DURATION=$duration QUEUE=$queue GRAPHILE_QUEUE=$gqueue PIGGYBACK=${PIGGYBACK:-0} JOBS_PER_LEASE=${JOBS_PER_LEASE:-1} BATCH_RESULTS=${BATCH_RESULTS:-0} COORD_THREADS=${COORD_THREADS:-default}"
   rc=0
   for n in $workers_list; do
     for r in $(seq "$runs"); do

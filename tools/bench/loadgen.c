@@ -2,7 +2,9 @@
  * loadgen.c -- N simulated workers against a real, running kfarm-coordinator.
  *
  *   loadgen --coordinator ADDR --workers N [--duration S] [--jobs J]
- *           [--queue M] [--heartbeats K] [--piggyback 0|1] [--procs P] [--poll-ms MS]
+ *           [--queue M] [--heartbeats K] [--piggyback 0|1] [--jobs-per-lease L]
+ *           [--batch-results 0|1]
+ *           [--procs P] [--poll-ms MS]
  *           [--timeout-ms MS] [--warmup S|auto] [--warmup-max S]
  *           [--drain-s S] [--prefix NAME] [--task DIR]
  *   (database: $KFARM_DB, the coordinator's; migrated here if needed)
@@ -25,6 +27,10 @@
  *    once; the warm-up starts when all of them are answered OK.
  * 3. Warm-up, then the measured window. Each simulated worker loops
  *       GetJob -> K x Heartbeat (default K = 1) -> Result
+ *    (with --jobs-per-lease L > 1: GetJob asks for L jobs (max_jobs), each
+ *    heartbeat covers every job held (Heartbeat.more), then one Result per
+ *    job; --heartbeats then counts heartbeats per lease of L jobs; with
+ *    --batch-results 1 the L results travel in one Result, Result.more)
  *    with verdict ok and a zero-cost evaluation (filled like worker/daemon.c:
  *    the job's fencing token and lease token, a metrics JSON with one timed
  *    shape, candidate_us = baseline_us = 100, speedup 1.0, empty compile log).
@@ -52,7 +58,7 @@
  *    unanswered are reported). Then the campaign is paused (so a later run in the
  *    same database starts from its own queue) and the database is checked:
  *    the final `ok` evaluations stored under this run's worker names must be
- *    at least the results acknowledged OK ("durable before acknowledged";
+ *    at least the jobs acknowledged OK ("durable before acknowledged";
  *    the run fails, exit 1, otherwise).
  *
  * Output: one table (calls, p50 / p99 / max latency in ms from send to
@@ -90,6 +96,7 @@
 #include "campaign.h"
 #include "db.h"
 #include "kf_wire.h"
+#include "queue.h"
 #include "server.h"
 
 #define LG_MAX_PROCS 64
@@ -131,7 +138,11 @@ typedef struct {
     int hb_left;         /* heartbeats still to send for the job held */
     int64_t sent_ns;
     int64_t wake_ns;     /* > 0: sleeping (poll interval, backoff) until then */
-    Kfarm__Reply *job;   /* the GetJob reply holding the leased job, or NULL */
+    Kfarm__Reply *job;   /* the GetJob reply holding the leased job(s), or NULL */
+    int nheld;           /* jobs in that reply: job + more_jobs */
+    int next_res;        /* the job whose Result is to be sent next */
+    int batched;         /* results sent in Result.more with the one in flight */
+    unsigned char gone[KF_QUEUE_MAX_LEASES]; /* leases the coordinator cancelled */
 } sim;
 
 typedef struct lg lg;
@@ -146,6 +157,7 @@ typedef struct {
     samples lat[C_N];
     long count[C_N][X_N];
     long ok_in_window;
+    long acked_jobs;      /* jobs whose result was acknowledged OK, any phase */
     long pending_at_end;
     double cpu_window_s;  /* this process's CPU time inside the window, s */
     char err[256];
@@ -156,6 +168,8 @@ struct lg {
     const char *addr;
     int workers, procs, heartbeats, poll_ms, timeout_ms;
     int piggyback;       /* each Result carries the next GetJob */
+    int per_lease;       /* jobs asked for per GetJob (max_jobs) */
+    int batch_results;   /* one Result message for every job of a lease (Result.more) */
     double duration_s, drain_s;
     long job_limit;
     char prefix[64];
@@ -218,6 +232,28 @@ static double pct_ms(const int64_t *v, size_t n, double p)
 
 /* ---- one simulated worker's requests ---- */
 
+/* Job k (0..nheld) of the reply sim s holds. */
+static const Kfarm__Job *held_job(const sim *s, int k)
+{
+    return k == 0 ? s->job->job : s->job->more_jobs[k - 1];
+}
+
+/* The first held job not cancelled, or -1. */
+static int first_live(const sim *s)
+{
+    for (int k = 0; k < s->nheld; k++)
+        if (!s->gone[k]) return k;
+    return -1;
+}
+
+/* The next held job after k not cancelled, or -1. */
+static int next_live(const sim *s, int k)
+{
+    for (k++; k < s->nheld; k++)
+        if (!s->gone[k]) return k;
+    return -1;
+}
+
 /* Build, seal and send the request s->call of sim s. Returns 0 (sent or
  * waiting for the socket), -1 with reason in d->err on a fatal failure. */
 static int send_call(driver *d, int i)
@@ -232,7 +268,13 @@ static int send_call(driver *d, int i)
     Kfarm__GetJob gj = KFARM__GET_JOB__INIT;
     Kfarm__Heartbeat hb = KFARM__HEARTBEAT__INIT;
     Kfarm__Result r = KFARM__RESULT__INIT;
-    const Kfarm__Job *job = s->job ? s->job->job : NULL;
+    Kfarm__LeaseRef refs[KF_QUEUE_MAX_LEASES], *refp[KF_QUEUE_MAX_LEASES];
+    Kfarm__ResultItem more[KF_QUEUE_MAX_LEASES], *morep[KF_QUEUE_MAX_LEASES];
+    const Kfarm__Job *job = s->job ? held_job(s, s->call == C_RESULT ? s->next_res : first_live(s)) : NULL;
+    if (d->g->per_lease > 1) {
+        gj.has_max_jobs = 1;
+        gj.max_jobs = (uint32_t)d->g->per_lease;
+    }
     switch (s->call) {
     case C_REGISTER:
         dev.name = "loadgen cpu";
@@ -264,6 +306,20 @@ static int send_call(driver *d, int i)
         hb.fencing_token = job->fencing_token;
         hb.has_lease_token = job->has_lease_token;
         hb.lease_token = job->lease_token;
+        /* one heartbeat for every job held */
+        for (int k = 0; k < s->nheld; k++) {
+            const Kfarm__Job *o = held_job(s, k);
+            if (s->gone[k] || o == job) continue;
+            Kfarm__LeaseRef lr = KFARM__LEASE_REF__INIT;
+            lr.job_id = o->job_id;
+            lr.fencing_token = o->fencing_token;
+            lr.has_lease_token = o->has_lease_token;
+            lr.lease_token = o->lease_token;
+            refs[hb.n_more] = lr;
+            refp[hb.n_more] = &refs[hb.n_more];
+            hb.n_more++;
+        }
+        hb.more = refp;
         req.msg_case = KFARM__REQUEST__MSG_HEARTBEAT;
         req.heartbeat = &hb;
         break;
@@ -281,7 +337,32 @@ static int send_call(driver *d, int i)
         r.candidate_us = 100;
         r.baseline_us = 100;
         r.speedup = 1.0;
-        if (d->g->piggyback && atomic_load(&d->g->phase) == PH_MEASURE) {
+        s->batched = 0;
+        if (d->g->batch_results) /* every other job held, in the same message */
+            for (int k = next_live(s, s->next_res); k >= 0; k = next_live(s, k)) {
+                const Kfarm__Job *o = held_job(s, k);
+                Kfarm__ResultItem ri = KFARM__RESULT_ITEM__INIT;
+                ri.worker_id = r.worker_id;
+                ri.verdict = r.verdict;
+                ri.detail = r.detail;
+                ri.metrics_json = r.metrics_json;
+                ri.compile_log = r.compile_log;
+                ri.has_candidate_us = ri.has_baseline_us = ri.has_speedup = 1;
+                ri.candidate_us = r.candidate_us;
+                ri.baseline_us = r.baseline_us;
+                ri.speedup = r.speedup;
+                more[s->batched] = ri;
+                more[s->batched].job_id = o->job_id;
+                more[s->batched].fencing_token = o->fencing_token;
+                more[s->batched].has_lease_token = o->has_lease_token;
+                more[s->batched].lease_token = o->lease_token;
+                morep[s->batched] = &more[s->batched];
+                s->batched++;
+            }
+        r.n_more = (size_t)s->batched;
+        r.more = morep;
+        if (d->g->piggyback && atomic_load(&d->g->phase) == PH_MEASURE &&
+            (s->batched > 0 || next_live(s, s->next_res) < 0)) {
             gj.worker_id = s->cl.id;
             gj.n_classes = 1;
             gj.classes = cls;
@@ -351,6 +432,16 @@ static void drop_job(sim *s)
 {
     if (s->job) kfarm__reply__free_unpacked(s->job, NULL);
     s->job = NULL;
+    s->nheld = 0;
+}
+
+/* Hold the jobs of reply rep (job + more_jobs). */
+static void adopt_jobs(sim *s, Kfarm__Reply *rep)
+{
+    s->job = rep;
+    s->nheld = 1 + (int)(rep->n_more_jobs < KF_QUEUE_MAX_LEASES - 1 ? rep->n_more_jobs : KF_QUEUE_MAX_LEASES - 1);
+    s->next_res = 0;
+    memset(s->gone, 0, sizeof(s->gone));
 }
 
 static void sleep_then(sim *s, int call, int ms)
@@ -396,7 +487,7 @@ static int on_reply(driver *d, int i, Kfarm__Reply *rep, int x, int64_t lat_ns)
         break;
     case C_GETJOB:
         if (x == KFARM__STATUS__OK && rep->job) {
-            s->job = rep;
+            adopt_jobs(s, rep);
             rep = NULL;
             s->hb_left = g->heartbeats;
             s->call = s->hb_left > 0 ? C_HEARTBEAT : C_RESULT;
@@ -418,13 +509,22 @@ static int on_reply(driver *d, int i, Kfarm__Reply *rep, int x, int64_t lat_ns)
         }
         break;
     case C_HEARTBEAT:
-        if (x == KFARM__STATUS__STALE || x == KFARM__STATUS__REJECTED ||
-            x == KFARM__STATUS__CONFLICT || (rep && rep->has_cancel && rep->cancel)) {
-            drop_job(s); /* the lease is gone: abandon the job */
+        if (rep && s->job) { /* the leases the coordinator cancelled */
+            int primary = first_live(s); /* the heartbeat's job_id */
+            for (size_t k = 0; k < rep->n_cancel_jobs; k++)
+                for (int h = 0; h < s->nheld; h++)
+                    if (held_job(s, h)->job_id == rep->cancel_jobs[k]) s->gone[h] = 1;
+            if (primary >= 0 && (x == KFARM__STATUS__STALE || x == KFARM__STATUS__REJECTED ||
+                                 (rep->has_cancel && rep->cancel)))
+                s->gone[primary] = 1;
+        }
+        if (x == KFARM__STATUS__CONFLICT || !s->job || first_live(s) < 0) {
+            drop_job(s); /* the leases are gone: abandon the jobs */
             s->call = x == KFARM__STATUS__CONFLICT ? C_REGISTER : C_GETJOB;
             s->wake_ns = 0;
         } else {
             /* OK, or the coordinator away (ERROR, timeout): carry on */
+            s->next_res = first_live(s);
             if (--s->hb_left <= 0) s->call = C_RESULT;
             s->wake_ns = 0;
         }
@@ -432,19 +532,39 @@ static int on_reply(driver *d, int i, Kfarm__Reply *rep, int x, int64_t lat_ns)
     case C_RESULT:
         if (x == KFARM__STATUS__OK || x == KFARM__STATUS__DUPLICATE || x == KFARM__STATUS__STALE ||
             x == KFARM__STATUS__REJECTED || x == KFARM__STATUS__CONFLICT) {
-            if (x == KFARM__STATUS__OK && phase == PH_MEASURE) {
-                d->ok_in_window++;
-                long tot = atomic_fetch_add(&g->ok_total, 1) + 1;
+            /* this result's, and those of the jobs batched with it */
+            long nok = x == KFARM__STATUS__OK;
+            if (rep && s->batched > 0) {
+                if (rep->n_more_status != (size_t)s->batched) {
+                    snprintf(d->err, sizeof(d->err), "%.60s: %d results batched, %zu statuses in the reply",
+                             s->cl.id, s->batched, rep->n_more_status);
+                    kfarm__reply__free_unpacked(rep, NULL);
+                    return -1;
+                }
+                for (size_t k = 0; k < rep->n_more_status; k++) nok += rep->more_status[k] == KFARM__STATUS__OK;
+                s->next_res = s->nheld; /* the batch covered every job left */
+            }
+            d->acked_jobs += nok;
+            if (nok > 0 && phase == PH_MEASURE) {
+                d->ok_in_window += nok;
+                long tot = atomic_fetch_add(&g->ok_total, nok) + nok;
                 int m = PH_MEASURE;
                 if (g->job_limit > 0 && tot >= g->job_limit &&
                     atomic_compare_exchange_strong(&g->phase, &m, PH_DRAIN))
                     atomic_store(&g->t_end_ns, now_ns());
             }
+            int more = x != KFARM__STATUS__CONFLICT ? next_live(s, s->next_res) : -1;
+            if (more >= 0) { /* the next job of this lease */
+                s->next_res = more;
+                s->call = C_RESULT;
+                s->wake_ns = 0;
+                break;
+            }
             drop_job(s);
             s->call = x == KFARM__STATUS__CONFLICT ? C_REGISTER : C_GETJOB;
             s->wake_ns = 0;
             if (rep && rep->job && x != KFARM__STATUS__CONFLICT) { /* the next job came with the reply */
-                s->job = rep;
+                adopt_jobs(s, rep);
                 rep = NULL;
                 s->hb_left = g->heartbeats;
                 s->call = s->hb_left > 0 ? C_HEARTBEAT : C_RESULT;
@@ -753,7 +873,9 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: loadgen --coordinator ADDR --workers N [--duration S] [--jobs J] [--queue M]\n"
-        "               [--heartbeats K] [--piggyback 0|1] [--procs P] [--poll-ms MS] [--timeout-ms MS]\n"
+        "               [--heartbeats K] [--piggyback 0|1] [--jobs-per-lease L] [--batch-results 0|1]\n"
+        "               [--procs P]\n"
+        "               [--poll-ms MS] [--timeout-ms MS]\n"
         "               [--warmup S|auto] [--warmup-max S] [--min-rounds R] [--drain-s S]\n"
         "               [--prefix NAME]\n"
         "               [--task DIR]\n"
@@ -763,6 +885,9 @@ static void usage(FILE *f)
         "  --queue M        jobs queued before the run (default 20000; 0: none, use what is queued)\n"
         "  --heartbeats K   heartbeats per job between GetJob and Result (default 1)\n"
         "  --piggyback 0|1  each Result carries the next GetJob (default 0)\n"
+        "  --jobs-per-lease L  ask for L jobs per GetJob (max_jobs; default 1, at most %d): one\n"
+        "                   heartbeat covers them all, one Result each (--heartbeats: per lease)\n"
+        "  --batch-results 0|1  the results of a lease's jobs in one message (Result.more)\n"
         "  --procs P        driving processes, one thread each (default: one per %d workers;\n"
         "                   nanomsg allows 512 sockets per process)\n"
         "  --poll-ms MS     wait after NO_JOB (default 500, as kfarm-worker)\n"
@@ -773,7 +898,7 @@ static void usage(FILE *f)
         "                   (default 2)\n"
         "  --drain-s S      after the window, wait at most this long for its last replies (default 60)\n"
         "  --prefix NAME    worker names NAME-0 .. NAME-(N-1) (default lg<time>-<pid>)\n",
-        LG_PER_PROC);
+        KF_QUEUE_MAX_LEASES, LG_PER_PROC);
 }
 
 static int arg_num(const char *s, double lo, double hi, double *out)
@@ -797,6 +922,7 @@ int main(int argc, char **argv)
     g->duration_s = 15;
     g->drain_s = 60;
     g->heartbeats = 1;
+    g->per_lease = 1;
     g->poll_ms = 500;
     g->timeout_ms = 15000;
     g->job_limit = -1;
@@ -822,6 +948,9 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--queue") && arg_num(v, 0, 1e8, &x) == 0) queue = (long)x;
         else if (!strcmp(a, "--heartbeats") && arg_num(v, 0, 1000, &x) == 0) g->heartbeats = (int)x;
         else if (!strcmp(a, "--piggyback") && arg_num(v, 0, 1, &x) == 0) g->piggyback = (int)x;
+        else if (!strcmp(a, "--jobs-per-lease") && arg_num(v, 1, KF_QUEUE_MAX_LEASES, &x) == 0)
+            g->per_lease = (int)x;
+        else if (!strcmp(a, "--batch-results") && arg_num(v, 0, 1, &x) == 0) g->batch_results = (int)x;
         else if (!strcmp(a, "--procs") && arg_num(v, 1, LG_MAX_PROCS, &x) == 0) procs = (int)x;
         else if (!strcmp(a, "--poll-ms") && arg_num(v, 1, 60000, &x) == 0) g->poll_ms = (int)x;
         else if (!strcmp(a, "--timeout-ms") && arg_num(v, 10, 3600000, &x) == 0) g->timeout_ms = (int)x;
@@ -960,7 +1089,7 @@ int main(int argc, char **argv)
 
     /* collect */
     samples all[C_N];
-    long count[C_N][X_N], ok = 0, pending = 0;
+    long count[C_N][X_N], ok = 0, pending = 0, acked_all = 0;
     double lg_cpu = 0;
     memset(all, 0, sizeof(all));
     memset(count, 0, sizeof(count));
@@ -975,6 +1104,7 @@ int main(int argc, char **argv)
                 fatal = 1;
             }
             ok += d.ok_in_window;
+            acked_all += d.acked_jobs;
             pending += d.pending_at_end;
             lg_cpu += d.cpu_window_s;
             for (int c = 0; c < C_N; c++)
@@ -1002,7 +1132,7 @@ int main(int argc, char **argv)
     }
 
     /* durable before acknowledged; the campaign stops feeding later runs */
-    long stored = 0, acked = count[C_RESULT][KFARM__STATUS__OK];
+    long stored = 0, acked = acked_all;
     int verified = 0;
     if (queue > 0) {
         char e2[512];
@@ -1030,18 +1160,18 @@ int main(int argc, char **argv)
         for (int x = 0; x < X_N; x++) printf(" %*ld", x == X_AUTH ? 9 : 8, count[c][x]);
         printf("\n");
     }
-    printf("durable: %ld results of the window acknowledged OK, %ld final ok evaluations stored "
-           "under this run's workers (warm-up included): %s\n", acked, stored,
+    printf("durable: %ld jobs acknowledged OK (warm-up, window and drain), %ld final ok evaluations stored "
+           "under this run's workers: %s\n", acked, stored,
            verified ? "verified (none missing)" : "FAILED");
     printf("RESULT loadgen workers=%d procs=%d secs=%.3f jobs=%ld jobs_per_s=%.1f "
            "register_p50_ms=%.2f register_p99_ms=%.2f getjob_p50_ms=%.2f getjob_p99_ms=%.2f "
            "getjob_max_ms=%.2f hb_p50_ms=%.2f hb_p99_ms=%.2f result_p50_ms=%.2f "
            "result_p99_ms=%.2f result_max_ms=%.2f no_job=%ld errors=%ld timeouts=%ld "
-           "loadgen_cpu_s=%.2f warmup_s=%.2f ran_dry=%d verified=%d\n",
+           "loadgen_cpu_s=%.2f warmup_s=%.2f ran_dry=%d verified=%d per_lease=%d batch_results=%d\n",
            g->workers, procs, secs, ok, rate, p50[C_REGISTER], p99[C_REGISTER], p50[C_GETJOB],
            p99[C_GETJOB], mx[C_GETJOB], p50[C_HEARTBEAT], p99[C_HEARTBEAT], p50[C_RESULT],
            p99[C_RESULT], mx[C_RESULT], no_job, errors, timeouts, lg_cpu, warm_s,
-           atomic_load(&g->ran_dry), verified);
+           atomic_load(&g->ran_dry), verified, g->per_lease, g->batch_results);
     for (int c = 0; c < C_N; c++) free(all[c].v);
     free(g->keys);
     if (fatal || ok == 0 || !verified) return 1;

@@ -1,0 +1,661 @@
+/*
+ * test_dispatch.c -- dispatch at fleet scale (issue 13): leases of several
+ * jobs at once, one heartbeat for all of them, and the group commit of
+ * results, against a real PostgreSQL and the real coordinator.
+ *
+ * Needs the ctest `db` fixture and KFARM_BIN (the coordinator binary).
+ * Part 1, the library (coordinator/queue.h), deterministic:
+ *  - kf_queue_lease_many gives distinct jobs, each its own fencing token
+ *    and lease token; a second worker's lease_many gets none of them;
+ *  - kf_queue_heartbeat_many extends every lease it names correctly and
+ *    refuses a wrong lease token, another worker's lease and a stale token;
+ *  - kf_queue_result_group with good results, a stale one, a wrong lease
+ *    token, another worker's, an unknown verdict, an unknown job, a second
+ *    result for a job already in the group and an infra_error: each gets the
+ *    status kf_queue_result would give it alone, only the good ones are
+ *    stored, each job ends with exactly one final evaluation;
+ *  - a group whose transaction fails (a trigger refuses one row) is stored
+ *    result by result: the refused one is answered ERROR, the others OK.
+ * Part 2, the real coordinator (8 serving threads): GetJob with max_jobs =
+ * 5 grants 5 leases (job + more_jobs); an old-style GetJob one; a
+ * heartbeat with Heartbeat.more extends them all and names a bogus lease in
+ * cancel_jobs; three workers send their results at the same time (one of
+ * them stale): every good one is acknowledged OK, the stale one STALE, and
+ * the database holds exactly one final evaluation per job; the results of a
+ * lease in one message (Result.more, one stale) are answered one status
+ * each (more_status) and only the good ones stored, a resend DUPLICATE.
+ * Prints "N passed, M failed"; exit status 1 on any failure.
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nanomsg/nn.h>
+#include <nanomsg/reqrep.h>
+
+#include "campaign.h"
+#include "db.h"
+#include "kf_wire.h"
+#include "queue.h"
+
+static int g_pass, g_fail;
+
+#define CHECK(cond, ...)                                                          \
+    do {                                                                          \
+        if (cond) {                                                               \
+            g_pass++;                                                             \
+        } else {                                                                  \
+            g_fail++;                                                             \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);       \
+            fprintf(stderr, __VA_ARGS__);                                         \
+            fputc('\n', stderr);                                                  \
+        }                                                                         \
+    } while (0)
+
+static const char *env_or(const char *name, const char *dflt)
+{
+    const char *s = getenv(name);
+    return s && *s ? s : dflt;
+}
+
+static const char *fresh_db(const char *name, char *out, size_t cap)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof(cmd), "'%s/tools/devdb' createdb %s 2>/dev/null",
+             env_or("KFARM_SRC", KFARM_SOURCE_DIR), name);
+    FILE *p = popen(cmd, "r");
+    if (!p) return NULL;
+    if (!fgets(out, (int)cap, p)) out[0] = 0;
+    int rc = pclose(p);
+    out[strcspn(out, "\n")] = 0;
+    return rc == 0 && out[0] ? out : NULL;
+}
+
+static long long q1(kf_db *db, const char *sql)
+{
+    char err[512];
+    PGresult *r = kf_db_exec(db, sql, 0, NULL, err, sizeof(err));
+    if (!r) {
+        fprintf(stderr, "query failed: %s: %s\n", sql, err);
+        return -1;
+    }
+    long long v = PQntuples(r) ? kf_db_i64(r, 0, 0, -1) : -1;
+    PQclear(r);
+    return v;
+}
+
+static void exec_ok(kf_db *db, const char *sql)
+{
+    char err[512];
+    if (kf_db_cmd(db, sql, 0, NULL, err, sizeof(err)) < 0)
+        fprintf(stderr, "statement failed: %s: %s\n", sql, err);
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+/* A running campaign `name` with m queued jobs on "cpu" (as loadgen sets
+ * one up). Returns 0 or -1. */
+static int make_queue(kf_db *db, const char *name, int m)
+{
+    char err[512], task[4096], id[32], n[32];
+    snprintf(task, sizeof(task), "%s/tests/tasks/farm_axpy_f32", env_or("KFARM_SRC", KFARM_SOURCE_DIR));
+    kf_campaign_spec spec;
+    memset(&spec, 0, sizeof(spec));
+    spec.name = name;
+    spec.task_dir = task;
+    spec.strategy = "tune";
+    spec.targets[0] = "cpu";
+    spec.n_targets = 1;
+    int64_t cid = 0;
+    if (kf_campaign_create(db, &spec, &cid, err, sizeof(err)) < 0) {
+        fprintf(stderr, "campaign: %s\n", err);
+        return -1;
+    }
+    snprintf(id, sizeof(id), "%lld", (long long)cid);
+    snprintf(n, sizeof(n), "%d", m);
+    const char *p[2] = { id, n };
+    if (kf_db_cmd(db,
+            "INSERT INTO candidates (campaign_id, source, sha256, defines, parent_id, proposer) "
+            "SELECT s.campaign_id, s.source, s.sha256, jsonb_build_object('T', g::text), s.id, 'human' "
+            "FROM candidates s, generate_series(1, $2::int) g "
+            "WHERE s.campaign_id = $1::bigint AND s.proposer = 'seed'", 2, p, err, sizeof(err)) < 0 ||
+        kf_db_cmd(db,
+            "INSERT INTO jobs (candidate_id, campaign_id, target, max_attempts, purpose) "
+            "SELECT id, campaign_id, 'cpu', 3, 'eval' FROM candidates "
+            "WHERE campaign_id = $1::bigint AND proposer = 'human' ORDER BY id", 1, p, err, sizeof(err)) < 0 ||
+        kf_campaign_start(db, name, err, sizeof(err)) < 0) {
+        fprintf(stderr, "queue: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+static kf_result res_ok(double speedup)
+{
+    kf_result r = { .verdict = "ok", .detail = "passed", .metrics_json = "{\"cv\": 0.01}",
+                    .compile_log = "", .candidate_us = 10, .baseline_us = 10 * speedup,
+                    .speedup = speedup };
+    return r;
+}
+
+static void item(kf_queue_item *it, const char *w, const kf_lease *l, const kf_result *r)
+{
+    memset(it, 0, sizeof(*it));
+    it->worker_id = w;
+    it->job_id = l->job_id;
+    it->token = l->fencing_token;
+    it->lease_token = l->lease_token;
+    it->lease_token_len = KF_QUEUE_TOKEN_LEN;
+    it->res = r;
+}
+
+/* ---- part 1: the library ---- */
+
+static void part_library(const char *conninfo)
+{
+    char err[1024];
+    kf_db *db = kf_db_open(conninfo, err, sizeof(err));
+    CHECK(db != NULL, "%s", err);
+    if (!db) return;
+    CHECK(kf_db_migrate(db, NULL, err, sizeof(err)) == 0, "%s", err);
+    if (make_queue(db, "lib", 30) < 0) {
+        CHECK(0, "queue setup");
+        kf_db_close(db);
+        return;
+    }
+    kf_queue_config qc;
+    kf_queue_config_default(&qc);
+    const char *cls[1] = { "cpu" };
+    char dev[] = "[]";
+    kf_queue_register_worker(db, "wa", "h", "cpu", dev, cls, 1, NULL, NULL, 1, err, sizeof(err));
+    kf_queue_register_worker(db, "wb", "h", "cpu", dev, cls, 1, NULL, NULL, 1, err, sizeof(err));
+
+    /* leases of several jobs */
+    kf_lease a[KF_QUEUE_MAX_LEASES], b[KF_QUEUE_MAX_LEASES];
+    int na = 0, nb = 0;
+    CHECK(kf_queue_lease_many(db, &qc, "wa", cls, 1, 8, a, &na, err, sizeof(err)) == KF_Q_OK && na == 8,
+          "lease 8: got %d (%s)", na, err);
+    CHECK(kf_queue_lease_many(db, &qc, "wb", cls, 1, 4, b, &nb, err, sizeof(err)) == KF_Q_OK && nb == 4,
+          "lease 4: got %d (%s)", nb, err);
+    int distinct = 1;
+    for (int i = 0; i < na; i++) {
+        for (int k = 0; k < na; k++)
+            if (k != i && (a[k].job_id == a[i].job_id || a[k].fencing_token == a[i].fencing_token ||
+                           !memcmp(a[k].lease_token, a[i].lease_token, KF_QUEUE_TOKEN_LEN)))
+                distinct = 0;
+        for (int k = 0; k < nb; k++)
+            if (b[k].job_id == a[i].job_id) distinct = 0;
+        if (i > 0 && a[i].job_id < a[i - 1].job_id) distinct = 0; /* oldest first */
+    }
+    CHECK(distinct, "every lease its own job, fencing token and lease token; none given twice");
+    CHECK(q1(db, "SELECT count(*) FROM jobs WHERE state = 'leased' AND worker_id = 'wa'") == 8,
+          "8 jobs leased to wa");
+    kf_lease rest[KF_QUEUE_MAX_LEASES];
+    int nrest = 0, more = 0;
+    long long left = q1(db, "SELECT count(*) FROM jobs WHERE state = 'queued'");
+    CHECK(kf_queue_lease_many(db, &qc, "wb", cls, 1, 1000, rest, &nrest, err, sizeof(err)) == KF_Q_OK &&
+              nrest == left && left > 0 && left <= KF_QUEUE_MAX_LEASES,
+          "max_jobs beyond the cap: the rest of the queue, %d of %lld", nrest, left);
+    CHECK(kf_queue_lease_many(db, &qc, "wb", cls, 1, 3, rest, &more, err, sizeof(err)) == KF_Q_NO_JOB &&
+              more == 0, "an empty queue: NO_JOB");
+
+    /* one heartbeat for every lease */
+    kf_queue_hb hb[12];
+    memset(hb, 0, sizeof(hb));
+    uint8_t wrong[KF_QUEUE_TOKEN_LEN];
+    memcpy(wrong, a[1].lease_token, sizeof(wrong));
+    wrong[0] ^= 0x80;
+    for (int i = 0; i < 8; i++) {
+        hb[i].job_id = a[i].job_id;
+        hb[i].token = a[i].fencing_token;
+        hb[i].lease_token = a[i].lease_token;
+        hb[i].lease_token_len = KF_QUEUE_TOKEN_LEN;
+    }
+    hb[1].lease_token = wrong;                  /* a guessed lease token */
+    hb[8] = hb[0];
+    hb[8].job_id = b[0].job_id;                 /* another worker's lease */
+    hb[8].token = b[0].fencing_token;
+    hb[8].lease_token = b[0].lease_token;
+    hb[9] = hb[2];
+    hb[9].token = a[2].fencing_token + 100000;  /* a stale fencing token */
+    hb[10] = hb[3];
+    hb[10].lease_token_len = 3;                 /* a malformed lease token */
+    exec_ok(db, "UPDATE jobs SET lease_deadline = now() + interval '1 second' WHERE worker_id = 'wa'");
+    hb[11] = hb[4];                             /* a lease named twice */
+    int ext = kf_queue_heartbeat_many(db, &qc, "wa", hb, 12, err, sizeof(err));
+    CHECK(ext == 8, "7 leases extended (one named twice), got %d (%s)", ext, err);
+    CHECK(hb[0].alive && !hb[1].alive && hb[2].alive && !hb[8].alive && !hb[9].alive && !hb[10].alive &&
+          hb[4].alive && hb[11].alive,
+          "the refused ones: wrong token, another worker's, stale, malformed; the twice-named alive");
+    CHECK(q1(db, "SELECT count(*) FROM jobs WHERE worker_id = 'wa' AND acked"
+                 " AND lease_deadline > now() + interval '20 seconds'") == 7,
+          "7 leases pushed to now + lease");
+    CHECK(q1(db, "SELECT count(*) FROM jobs WHERE worker_id = 'wb' AND acked") == 0,
+          "wb's leases untouched");
+
+    /* group commit: good, stale, guessed, another worker's, bad verdict,
+     * unknown job, a job twice, an infra_error */
+    kf_result good = res_ok(1.2), good2 = res_ok(1.1), infra = res_ok(0);
+    kf_result badv = res_ok(1);
+    badv.verdict = "excellent";
+    infra.verdict = "infra_error";
+    infra.detail = "gpu fell off the bus";
+    kf_queue_item it[10];
+    item(&it[0], "wa", &a[0], &good);
+    item(&it[1], "wa", &a[1], &good2);
+    item(&it[2], "wa", &a[2], &good);
+    it[2].token += 100000;                      /* stale */
+    item(&it[3], "wa", &a[3], &good);
+    it[3].lease_token = wrong;                  /* guessed lease token */
+    item(&it[4], "wa", &b[1], &good);           /* another worker's job */
+    it[4].lease_token = b[1].lease_token;
+    item(&it[5], "wa", &a[4], &badv);           /* unknown verdict */
+    item(&it[6], "wa", &a[5], &good);
+    it[6].job_id = 987654321;                   /* no such job */
+    item(&it[7], "wa", &a[0], &good);           /* job a[0] a second time: a resend */
+    item(&it[8], "wa", &a[6], &infra);          /* infra_error: stored on its own, requeued */
+    item(&it[9], "wa", &a[7], &good);
+    int stored = kf_queue_result_group(db, &qc, it, 10);
+    CHECK(stored == 3, "3 results stored by the group itself, got %d", stored);
+    CHECK(it[0].st == KF_Q_OK && it[1].st == KF_Q_OK && it[9].st == KF_Q_OK, "good ones OK: %d %d %d",
+          it[0].st, it[1].st, it[9].st);
+    CHECK(it[2].st == KF_Q_STALE, "stale: %d %s", it[2].st, it[2].err);
+    CHECK(it[3].st == KF_Q_REJECTED && strstr(it[3].err, "wrong lease token"), "guessed: %d %s", it[3].st,
+          it[3].err);
+    CHECK(it[4].st == KF_Q_REJECTED && strstr(it[4].err, "another worker"), "another's: %d %s",
+          it[4].st, it[4].err);
+    CHECK(it[5].st == KF_Q_REJECTED && strstr(it[5].err, "unknown verdict"), "verdict: %d %s",
+          it[5].st, it[5].err);
+    CHECK(it[6].st == KF_Q_REJECTED && strstr(it[6].err, "no job"), "unknown job: %d %s", it[6].st,
+          it[6].err);
+    CHECK(it[7].st == KF_Q_DUPLICATE, "second result for a job in the group: %d %s", it[7].st, it[7].err);
+    CHECK(it[8].st == KF_Q_OK && it[8].requeued, "infra_error stored and requeued: %d %d", it[8].st,
+          it[8].requeued);
+    char sql[512];
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM evaluations WHERE is_final AND reported AND job_id IN (%lld, %lld, %lld)"
+             " AND worker_id = 'wa' AND verdict = 'ok'",
+             (long long)a[0].job_id, (long long)a[1].job_id, (long long)a[7].job_id);
+    CHECK(q1(db, sql) == 3, "the 3 good results stored final");
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM jobs WHERE state = 'leased' AND id IN (%lld, %lld, %lld, %lld, %lld)",
+             (long long)a[2].job_id, (long long)a[3].job_id, (long long)a[4].job_id, (long long)a[5].job_id,
+             (long long)b[1].job_id);
+    CHECK(q1(db, sql) == 5, "the refused results changed nothing: their jobs still leased");
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM evaluations WHERE job_id IN (%lld, %lld, %lld, %lld, %lld)",
+             (long long)a[2].job_id, (long long)a[3].job_id, (long long)a[4].job_id, (long long)a[5].job_id,
+             (long long)b[1].job_id);
+    CHECK(q1(db, sql) == 0, "and stored nothing");
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM jobs WHERE state = 'queued' AND id = %lld",
+             (long long)a[6].job_id);
+    CHECK(q1(db, sql) == 1, "the infra_error's job is queued again");
+    CHECK(q1(db, "SELECT jobs_done FROM workers WHERE id = 'wa'") == 3, "wa's jobs_done counts the 3");
+    /* the same results again (a resend after a lost reply): acknowledged, nothing stored */
+    kf_queue_item again[2];
+    item(&again[0], "wa", &a[0], &good);
+    item(&again[1], "wa", &a[1], &good2);
+    kf_queue_result_group(db, &qc, again, 2);
+    CHECK(again[0].st == KF_Q_DUPLICATE && again[1].st == KF_Q_DUPLICATE, "resent group: DUPLICATE %d %d",
+          again[0].st, again[1].st);
+    CHECK(q1(db, "SELECT count(*) FROM evaluations WHERE worker_id = 'wa' AND reported") == 4,
+          "no second evaluation");
+
+    /* a group whose transaction fails: every result on its own, the bad one
+     * ERROR, the others stored */
+    exec_ok(db, "CREATE FUNCTION kft_refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+                " IF NEW.detail = 'refuse me' THEN RAISE EXCEPTION 'refused by the test'; END IF;"
+                " RETURN NEW; END $$");
+    exec_ok(db, "CREATE TRIGGER kft_refuse BEFORE INSERT ON evaluations FOR EACH ROW EXECUTE FUNCTION kft_refuse()");
+    kf_result refused = res_ok(1.3);
+    refused.detail = "refuse me";
+    kf_queue_item f[3];
+    item(&f[0], "wa", &a[4], &good);
+    item(&f[1], "wa", &a[5], &refused);
+    item(&f[2], "wa", &a[2], &good);
+    stored = kf_queue_result_group(db, &qc, f, 3);
+    CHECK(stored == 0, "the group's transaction failed: %d", stored);
+    CHECK(f[0].st == KF_Q_OK && f[2].st == KF_Q_OK, "the others stored on their own: %d %d", f[0].st, f[2].st);
+    CHECK(f[1].st == KF_Q_ERROR && strstr(f[1].err, "refused by the test"), "the refused one ERROR: %d %s",
+          f[1].st, f[1].err);
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM evaluations WHERE is_final AND job_id IN (%lld, %lld)",
+             (long long)a[4].job_id, (long long)a[2].job_id);
+    CHECK(q1(db, sql) == 2, "both stored");
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM jobs WHERE state = 'leased' AND id = %lld",
+             (long long)a[5].job_id);
+    CHECK(q1(db, sql) == 1, "the refused one's job still leased (the worker retries)");
+    exec_ok(db, "DROP TRIGGER kft_refuse ON evaluations");
+    CHECK(q1(db, "SELECT count(*) FROM (SELECT job_id FROM evaluations WHERE is_final"
+                 " GROUP BY job_id HAVING count(*) > 1) x") == 0, "never two final evaluations of a job");
+    kf_db_close(db);
+}
+
+/* ---- part 2: the real coordinator ---- */
+
+static void enroll(kf_db *db, int sock, const char *name, kf_wire_client *c)
+{
+    uint8_t secret[KF_WIRE_SECRET_LEN];
+    char err[256], hex[2 * KF_WIRE_KEY_LEN + 1];
+    memset(secret, 0x3c, sizeof(secret));
+    secret[0] = (uint8_t)name[strlen(name) - 1];
+    kf_wire_key k;
+    kf_cred_derive(name, secret, sizeof(secret), &k, err, sizeof(err));
+    kf_wire_hex(k.k, KF_WIRE_KEY_LEN, hex);
+    const char *p[2] = { name, hex };
+    kf_db_cmd(db, "INSERT INTO worker_credentials (name, mac_key) VALUES ($1, decode($2, 'hex'))", 2, p,
+              err, sizeof(err));
+    kf_wire_client_init(c, sock, name, &k);
+}
+
+static Kfarm__Reply *call(kf_wire_client *c, Kfarm__Request *req)
+{
+    Kfarm__Reply *rep = NULL;
+    char err[512];
+    if (kf_wire_call(c, req, &rep, err, sizeof(err)) < 0) {
+        fprintf(stderr, "call failed: %s\n", err);
+        return NULL;
+    }
+    return rep;
+}
+
+static Kfarm__Reply *do_register(kf_wire_client *c)
+{
+    char *cls[1] = { "cpu" };
+    Kfarm__Register reg = KFARM__REGISTER__INIT;
+    reg.worker_id = c->id;
+    reg.backend = "cpu";
+    reg.n_classes = 1;
+    reg.classes = cls;
+    Kfarm__Request req = KFARM__REQUEST__INIT;
+    req.msg_case = KFARM__REQUEST__MSG_REGISTER;
+    req.register_ = &reg;
+    return call(c, &req);
+}
+
+static Kfarm__Reply *get_jobs(kf_wire_client *c, int max)
+{
+    char *cls[1] = { "cpu" };
+    Kfarm__GetJob g = KFARM__GET_JOB__INIT;
+    g.worker_id = c->id;
+    g.n_classes = 1;
+    g.classes = cls;
+    if (max > 0) {
+        g.has_max_jobs = 1;
+        g.max_jobs = (uint32_t)max;
+    }
+    Kfarm__Request req = KFARM__REQUEST__INIT;
+    req.msg_case = KFARM__REQUEST__MSG_GET_JOB;
+    req.get_job = &g;
+    return call(c, &req);
+}
+
+static const Kfarm__Job *nth(const Kfarm__Reply *r, size_t i)
+{
+    return i == 0 ? r->job : r->more_jobs[i - 1];
+}
+
+/* Seal a Result for job j of worker c (token_delta shifts the fencing token). */
+static int send_result(kf_wire_client *c, const Kfarm__Job *j, int64_t token_delta)
+{
+    char err[256];
+    Kfarm__Result r = KFARM__RESULT__INIT;
+    r.worker_id = c->id;
+    r.job_id = j->job_id;
+    r.fencing_token = (uint64_t)((int64_t)j->fencing_token + token_delta);
+    r.has_lease_token = j->has_lease_token;
+    r.lease_token = j->lease_token;
+    r.verdict = "ok";
+    r.metrics_json = "{\"cv\": 0.01}";
+    r.has_candidate_us = r.has_baseline_us = r.has_speedup = 1;
+    r.candidate_us = 10;
+    r.baseline_us = 10;
+    r.speedup = 1.0;
+    Kfarm__Request req = KFARM__REQUEST__INIT;
+    req.msg_case = KFARM__REQUEST__MSG_RESULT;
+    req.result = &r;
+    uint8_t *frame;
+    size_t flen;
+    if (kf_wire_client_seal(c, &req, &frame, &flen, err, sizeof(err)) < 0) return -1;
+    int rc = nn_send(c->sock, frame, flen, 0);
+    free(frame);
+    return rc < 0 ? -1 : 0;
+}
+
+/* The status of the reply waiting on c's socket (-1: none or unreadable). */
+static int recv_status(kf_wire_client *c)
+{
+    void *buf = NULL;
+    int n = nn_recv(c->sock, &buf, NN_MSG, 0);
+    if (n < 0) return -1;
+    kf_frame f;
+    char err[256];
+    int st = -1;
+    if (kf_frame_parse(buf, (size_t)n, KF_WIRE_MAX_MSG, &f, err, sizeof(err)) == 0 &&
+        f.kind == KF_FRAME_REPLY && kf_frame_check_header(&f, c->key.down) == 0 &&
+        kf_frame_check_body(&f, c->key.down) == 0) {
+        Kfarm__Reply *r = kfarm__reply__unpack(NULL, f.body_len, f.body);
+        if (r) st = (int)r->status;
+        if (r) kfarm__reply__free_unpacked(r, NULL);
+    }
+    nn_freemsg(buf);
+    return st;
+}
+
+static void part_server(const char *conninfo)
+{
+    char err[1024];
+    const char *bin = env_or("KFARM_BIN", NULL);
+    CHECK(bin != NULL, "KFARM_BIN");
+    if (!bin) return;
+    char dir[] = "/tmp/kft-dispatch.XXXXXX";
+    if (!mkdtemp(dir)) return;
+    char addr[256], logpath[256], coord[4096];
+    snprintf(addr, sizeof(addr), "ipc://%s/coord.ipc", dir);
+    snprintf(logpath, sizeof(logpath), "%s/coordinator.log", dir);
+    snprintf(coord, sizeof(coord), "%s/kfarm-coordinator", bin);
+    kf_db *db = NULL;
+    kf_embedded_file mig[32];
+    int nmig = kf_db_embedded_schema(mig, 32);
+    pid_t pid = fork();
+    if (pid == 0) {
+        FILE *lf = freopen(logpath, "w", stderr);
+        (void)lf;
+        execl(coord, coord, "--db", conninfo, "--listen", addr, "--threads", "8", (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 50 && !db; i++) {
+        sleep_ms(200);
+        kf_db *d = kf_db_open(conninfo, err, sizeof(err));
+        if (d && q1(d, "SELECT count(*) FROM schema_version") >= nmig) db = d;
+        else kf_db_close(d);
+    }
+    CHECK(db != NULL, "coordinator did not migrate the database");
+    if (!db || make_queue(db, "srv", 20) < 0) goto end;
+
+    kf_wire_client w[3];
+    int socks[3];
+    const char *names[3] = { "multi-1", "multi-2", "multi-3" };
+    for (int i = 0; i < 3; i++) {
+        socks[i] = nn_socket(AF_SP, NN_REQ);
+        kf_wire_socket_setup(socks[i], KF_WIRE_MAX_MSG, 5000, 5000, err, sizeof(err));
+        nn_connect(socks[i], addr);
+        enroll(db, socks[i], names[i], &w[i]);
+        Kfarm__Reply *r = do_register(&w[i]);
+        CHECK(r && r->status == KFARM__STATUS__OK, "register %s", names[i]);
+        if (r) kfarm__reply__free_unpacked(r, NULL);
+    }
+    Kfarm__Reply *ra = get_jobs(&w[0], 5), *rb = get_jobs(&w[1], 0), *rc = get_jobs(&w[2], 3);
+    CHECK(ra && ra->status == KFARM__STATUS__OK && ra->job && ra->n_more_jobs == 4,
+          "max_jobs 5: job + 4 more (%zu)", ra ? ra->n_more_jobs : 0);
+    CHECK(rb && rb->status == KFARM__STATUS__OK && rb->job && rb->n_more_jobs == 0,
+          "an old-style GetJob (no max_jobs): one job");
+    CHECK(rc && rc->status == KFARM__STATUS__OK && rc->job && rc->n_more_jobs == 2, "max_jobs 3: 3 jobs");
+    if (!ra || !rb || !rc || !ra->job || !rb->job || !rc->job || ra->n_more_jobs != 4 || rc->n_more_jobs != 2)
+        goto done;
+    int fine = 1;
+    for (size_t i = 0; i < 5; i++) {
+        const Kfarm__Job *j = nth(ra, i);
+        fine &= j->has_lease_token && j->lease_token.len == 16 && j->source.len > 0 && j->n_task_files > 0;
+    }
+    CHECK(fine, "every job of the lease carries its source, task files and lease token");
+    snprintf(err, sizeof(err), "SELECT count(*) FROM jobs WHERE state = 'leased' AND worker_id = 'multi-1'");
+    CHECK(q1(db, err) == 5, "5 jobs leased to multi-1");
+
+    /* one heartbeat for the five, plus a bogus lease */
+    Kfarm__Heartbeat hb = KFARM__HEARTBEAT__INIT;
+    Kfarm__LeaseRef refs[5], *refp[5];
+    hb.worker_id = (char *)names[0];
+    hb.job_id = ra->job->job_id;
+    hb.fencing_token = ra->job->fencing_token;
+    hb.has_lease_token = 1;
+    hb.lease_token = ra->job->lease_token;
+    for (size_t i = 0; i < 4; i++) {
+        Kfarm__LeaseRef lr = KFARM__LEASE_REF__INIT;
+        lr.job_id = ra->more_jobs[i]->job_id;
+        lr.fencing_token = ra->more_jobs[i]->fencing_token;
+        lr.has_lease_token = 1;
+        lr.lease_token = ra->more_jobs[i]->lease_token;
+        refs[i] = lr;
+        refp[i] = &refs[i];
+    }
+    Kfarm__LeaseRef bogus = KFARM__LEASE_REF__INIT;
+    bogus.job_id = rb->job->job_id; /* another worker's job */
+    bogus.fencing_token = rb->job->fencing_token;
+    bogus.has_lease_token = 1;
+    bogus.lease_token = rb->job->lease_token;
+    refs[4] = bogus;
+    refp[4] = &refs[4];
+    hb.n_more = 5;
+    hb.more = refp;
+    Kfarm__Request req = KFARM__REQUEST__INIT;
+    req.msg_case = KFARM__REQUEST__MSG_HEARTBEAT;
+    req.heartbeat = &hb;
+    Kfarm__Reply *hr = call(&w[0], &req);
+    CHECK(hr && hr->status == KFARM__STATUS__OK && hr->has_lease_ms, "heartbeat of 5 leases OK");
+    CHECK(hr && hr->n_cancel_jobs == 1 && hr->cancel_jobs[0] == rb->job->job_id,
+          "the other worker's lease named in cancel_jobs (%zu)", hr ? hr->n_cancel_jobs : 0);
+    if (hr) kfarm__reply__free_unpacked(hr, NULL);
+    CHECK(q1(db, "SELECT count(*) FROM jobs WHERE state = 'leased' AND worker_id = 'multi-1' AND acked") == 5,
+          "all 5 acknowledged by the one heartbeat");
+    CHECK(q1(db, "SELECT count(*) FROM jobs WHERE worker_id = 'multi-2' AND acked") == 0,
+          "multi-2's lease not touched by multi-1's heartbeat");
+
+    /* results at the same time from the three workers, one of them stale;
+     * every job's results one by one (a worker has one request in flight) */
+    int ok = 0, stale = 0, other = 0;
+    size_t ia = 0, ic = 0;
+    int rb_sent = 0;
+    while (ia < 5 || ic < 3 || !rb_sent) {
+        int sent[3] = { 0, 0, 0 };
+        if (ia < 5) sent[0] = send_result(&w[0], nth(ra, ia++), 0) == 0;
+        if (!rb_sent) sent[1] = send_result(&w[1], rb->job, -1) == 0, rb_sent = 1; /* stale token */
+        if (ic < 3) sent[2] = send_result(&w[2], nth(rc, ic++), 0) == 0;
+        for (int i = 0; i < 3; i++) {
+            if (!sent[i]) continue;
+            int st = recv_status(&w[i]);
+            if (st == KFARM__STATUS__OK) ok++;
+            else if (st == KFARM__STATUS__STALE && i == 1) stale++;
+            else other++;
+        }
+    }
+    CHECK(ok == 8 && stale == 1 && other == 0, "8 acknowledged OK, the stale one STALE: %d %d %d", ok, stale,
+          other);
+    CHECK(q1(db, "SELECT count(*) FROM evaluations WHERE is_final AND reported AND verdict = 'ok'"
+                 " AND worker_id IN ('multi-1', 'multi-3')") == 8, "8 final evaluations stored");
+    CHECK(q1(db, "SELECT count(*) FROM evaluations WHERE worker_id = 'multi-2'") == 0,
+          "nothing stored for the stale result");
+    CHECK(q1(db, "SELECT count(*) FROM jobs WHERE state = 'leased' AND worker_id = 'multi-2'") == 1,
+          "its job still leased to multi-2");
+
+    /* the results of a lease in one message (Result.more), one of them stale */
+    Kfarm__Reply *rd = get_jobs(&w[0], 3);
+    CHECK(rd && rd->status == KFARM__STATUS__OK && rd->job && rd->n_more_jobs == 2, "a second lease of 3");
+    if (rd && rd->job && rd->n_more_jobs == 2) {
+        Kfarm__Result r[1] = { KFARM__RESULT__INIT };
+        Kfarm__ResultItem ri[3], *rp[2];
+        for (int i = 0; i < 3; i++) {
+            const Kfarm__Job *j = nth(rd, (size_t)i);
+            Kfarm__ResultItem x = KFARM__RESULT_ITEM__INIT;
+            x.worker_id = (char *)names[0];
+            x.job_id = j->job_id;
+            x.fencing_token = j->fencing_token + (i == 1 ? 7 : 0); /* the middle one stale */
+            x.has_lease_token = 1;
+            x.lease_token = j->lease_token;
+            x.verdict = "ok";
+            x.has_speedup = 1;
+            x.speedup = 1.0;
+            ri[i] = x;
+        }
+        r[0].worker_id = ri[0].worker_id;
+        r[0].job_id = ri[0].job_id;
+        r[0].fencing_token = ri[0].fencing_token;
+        r[0].has_lease_token = 1;
+        r[0].lease_token = ri[0].lease_token;
+        r[0].verdict = "ok";
+        r[0].has_speedup = 1;
+        r[0].speedup = 1.0;
+        rp[0] = &ri[1];
+        rp[1] = &ri[2];
+        r[0].n_more = 2;
+        r[0].more = rp;
+        req.msg_case = KFARM__REQUEST__MSG_RESULT;
+        req.result = &r[0];
+        Kfarm__Reply *rr = call(&w[0], &req);
+        CHECK(rr && rr->status == KFARM__STATUS__OK && rr->n_more_status == 2 &&
+                  rr->more_status[0] == KFARM__STATUS__STALE && rr->more_status[1] == KFARM__STATUS__OK,
+              "Result.more: OK, then STALE and OK in more_status");
+        if (rr) kfarm__reply__free_unpacked(rr, NULL);
+        snprintf(err, sizeof(err), "SELECT count(*) FROM evaluations WHERE is_final AND job_id IN (%llu, %llu)",
+                 (unsigned long long)rd->job->job_id, (unsigned long long)rd->more_jobs[1]->job_id);
+        CHECK(q1(db, err) == 2, "the two good results of the message stored");
+        snprintf(err, sizeof(err), "SELECT count(*) FROM jobs WHERE state = 'leased' AND id = %llu",
+                 (unsigned long long)rd->more_jobs[0]->job_id);
+        CHECK(q1(db, err) == 1, "the stale one's job untouched");
+        rr = call(&w[0], &req); /* the same results again, sealed anew: acknowledged, nothing stored */
+        CHECK(rr && rr->status == KFARM__STATUS__DUPLICATE && rr->n_more_status == 2 &&
+                  rr->more_status[1] == KFARM__STATUS__DUPLICATE, "Result.more resent: DUPLICATE");
+        if (rr) kfarm__reply__free_unpacked(rr, NULL);
+    }
+    if (rd) kfarm__reply__free_unpacked(rd, NULL);
+    CHECK(q1(db, "SELECT count(*) FROM (SELECT job_id FROM evaluations WHERE is_final"
+                 " GROUP BY job_id HAVING count(*) > 1) x") == 0, "never two final evaluations of a job");
+done:
+    if (ra) kfarm__reply__free_unpacked(ra, NULL);
+    if (rb) kfarm__reply__free_unpacked(rb, NULL);
+    if (rc) kfarm__reply__free_unpacked(rc, NULL);
+    for (int i = 0; i < 3; i++) nn_close(socks[i]);
+end:
+    kill(pid, SIGTERM);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "coordinator exits cleanly on SIGTERM");
+    if (g_fail) {
+        char cmd[600];
+        snprintf(cmd, sizeof(cmd), "tail -30 %s >&2", logpath);
+        if (system(cmd) != 0) fprintf(stderr, "(no coordinator log)\n");
+    }
+    snprintf(err, sizeof(err), "rm -rf '%s'", dir);
+    if (system(err) != 0) fprintf(stderr, "cannot remove %s\n", dir);
+    kf_db_close(db);
+}
+
+int main(void)
+{
+    char c1[1024], c2[1024];
+    if (!fresh_db("kft_dispatch_lib", c1, sizeof(c1)) || !fresh_db("kft_dispatch_srv", c2, sizeof(c2))) {
+        fprintf(stderr, "cannot create a database: is the devdb cluster running (KFARM_DEVDB_DIR)?\n");
+        printf("0 passed, 1 failed\n");
+        return 1;
+    }
+    part_library(c1);
+    part_server(c2);
+    printf("%d passed, %d failed\n", g_pass, g_fail);
+    return g_fail ? 1 : 0;
+}
