@@ -43,71 +43,14 @@
 #include "kf_wire.h"
 #include "queue.h"
 
-static int g_pass, g_fail;
-
-#define CHECK(cond, ...)                                                          \
-    do {                                                                          \
-        if (cond) {                                                               \
-            g_pass++;                                                             \
-        } else {                                                                  \
-            g_fail++;                                                             \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);       \
-            fprintf(stderr, __VA_ARGS__);                                         \
-            fputc('\n', stderr);                                                  \
-        }                                                                         \
-    } while (0)
-
-static const char *env_or(const char *name, const char *dflt)
-{
-    const char *s = getenv(name);
-    return s && *s ? s : dflt;
-}
-
-static const char *fresh_db(const char *name, char *out, size_t cap)
-{
-    char cmd[4096];
-    snprintf(cmd, sizeof(cmd), "'%s/tools/devdb' createdb %s 2>/dev/null",
-             env_or("KFARM_SRC", KFARM_SOURCE_DIR), name);
-    FILE *p = popen(cmd, "r");
-    if (!p) return NULL;
-    if (!fgets(out, (int)cap, p)) out[0] = 0;
-    int rc = pclose(p);
-    out[strcspn(out, "\n")] = 0;
-    return rc == 0 && out[0] ? out : NULL;
-}
-
-static long long q1(kf_db *db, const char *sql)
-{
-    char err[512];
-    PGresult *r = kf_db_exec(db, sql, 0, NULL, err, sizeof(err));
-    if (!r) {
-        fprintf(stderr, "query failed: %s: %s\n", sql, err);
-        return -1;
-    }
-    long long v = PQntuples(r) ? kf_db_i64(r, 0, 0, -1) : -1;
-    PQclear(r);
-    return v;
-}
-
-static void exec_ok(kf_db *db, const char *sql)
-{
-    char err[512];
-    if (kf_db_cmd(db, sql, 0, NULL, err, sizeof(err)) < 0)
-        fprintf(stderr, "statement failed: %s: %s\n", sql, err);
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-    nanosleep(&ts, NULL);
-}
+#include "db_test.h"
 
 /* A running campaign `name` with m queued jobs on "cpu" (as loadgen sets
  * one up). Returns 0 or -1. */
 static int make_queue(kf_db *db, const char *name, int m)
 {
     char err[512], task[4096], id[32], n[32];
-    snprintf(task, sizeof(task), "%s/tests/tasks/farm_axpy_f32", env_or("KFARM_SRC", KFARM_SOURCE_DIR));
+    snprintf(task, sizeof(task), "%s/tests/tasks/farm_axpy_f32", src_dir());
     kf_campaign_spec spec;
     memset(&spec, 0, sizeof(spec));
     spec.name = name;
@@ -338,32 +281,6 @@ static void part_library(const char *conninfo)
 }
 
 /* ---- part 2: the real coordinator ---- */
-
-static void enroll(kf_db *db, int sock, const char *name, kf_wire_client *c)
-{
-    uint8_t secret[KF_WIRE_SECRET_LEN];
-    char err[256], hex[2 * KF_WIRE_KEY_LEN + 1];
-    memset(secret, 0x3c, sizeof(secret));
-    secret[0] = (uint8_t)name[strlen(name) - 1];
-    kf_wire_key k;
-    kf_cred_derive(name, secret, sizeof(secret), &k, err, sizeof(err));
-    kf_wire_hex(k.k, KF_WIRE_KEY_LEN, hex);
-    const char *p[2] = { name, hex };
-    kf_db_cmd(db, "INSERT INTO worker_credentials (name, mac_key) VALUES ($1, decode($2, 'hex'))", 2, p,
-              err, sizeof(err));
-    kf_wire_client_init(c, sock, name, &k);
-}
-
-static Kfarm__Reply *call(kf_wire_client *c, Kfarm__Request *req)
-{
-    Kfarm__Reply *rep = NULL;
-    char err[512];
-    if (kf_wire_call(c, req, &rep, err, sizeof(err)) < 0) {
-        fprintf(stderr, "call failed: %s\n", err);
-        return NULL;
-    }
-    return rep;
-}
 
 static Kfarm__Reply *do_register(kf_wire_client *c)
 {

@@ -22,59 +22,7 @@
 #include "queue.h"
 #include "strategy.h"
 
-static int g_pass, g_fail;
-
-#define CHECK(cond, ...)                                                          \
-    do {                                                                          \
-        if (cond) {                                                               \
-            g_pass++;                                                             \
-        } else {                                                                  \
-            g_fail++;                                                             \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);       \
-            fprintf(stderr, __VA_ARGS__);                                         \
-            fputc('\n', stderr);                                                  \
-        }                                                                         \
-    } while (0)
-
-static const char *src_dir(void)
-{
-    const char *s = getenv("KFARM_SRC");
-    return s && *s ? s : KFARM_SOURCE_DIR;
-}
-
-/* Create a fresh database with tools/devdb; returns its conninfo (static). */
-static const char *fresh_db(const char *name, char *out, size_t cap)
-{
-    char cmd[4096];
-    snprintf(cmd, sizeof(cmd), "'%s/tools/devdb' createdb %s 2>/dev/null", src_dir(), name);
-    FILE *p = popen(cmd, "r");
-    if (!p) return NULL;
-    if (!fgets(out, (int)cap, p)) out[0] = 0;
-    int rc = pclose(p);
-    out[strcspn(out, "\n")] = 0;
-    return rc == 0 && out[0] ? out : NULL;
-}
-
-/* First column of the first row of a query as a number (-1 on error). */
-static long long q1(kf_db *db, const char *sql)
-{
-    char err[512];
-    PGresult *r = kf_db_exec(db, sql, 0, NULL, err, sizeof(err));
-    if (!r) {
-        fprintf(stderr, "query failed: %s: %s\n", sql, err);
-        return -1;
-    }
-    long long v = PQntuples(r) ? kf_db_i64(r, 0, 0, -1) : -1;
-    PQclear(r);
-    return v;
-}
-
-static void exec_ok(kf_db *db, const char *sql)
-{
-    char err[512];
-    if (kf_db_cmd(db, sql, 0, NULL, err, sizeof(err)) < 0)
-        fprintf(stderr, "statement failed: %s: %s\n", sql, err);
-}
+#include "db_test.h"
 
 static kf_result res_ok(void)
 {
