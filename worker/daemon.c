@@ -28,7 +28,6 @@
 
 #include <errno.h>
 #include <sys/prctl.h>
-#include <sys/wait.h>
 #include <limits.h>
 #include <getopt.h>
 #include <pthread.h>
@@ -48,6 +47,7 @@
 #include "kf_eval.h"
 #include "kf_util.h"
 #include "kf_wire.h"
+#include "sandbox.h"
 
 #define KF_DAEMON_MAX_COORD 8
 
@@ -336,16 +336,8 @@ static void start_precompile(daemon_cfg *c, held_job *j, const char *backend)
 /* Wait for a compile-ahead child, heartbeating meanwhile. */
 static void wait_precompile(held_job *j, hb_state *hb)
 {
-    while (j->precompile > 0) {
-        int st;
-        pid_t w = waitpid(j->precompile, &st, WNOHANG);
-        if (w == j->precompile || (w < 0 && errno != EINTR)) {
-            j->precompile = 0;
-            break;
-        }
-        heartbeat_tick(hb);
-        sleep_ms(50);
-    }
+    kf_sandbox_reap(j->precompile, heartbeat_tick, hb);
+    j->precompile = 0;
 }
 
 /* Evaluate one job into *res (always filled). */

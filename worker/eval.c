@@ -49,11 +49,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 #include <sys/random.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -223,7 +221,7 @@ static int build_one(ev *e, int which)
  * reports them as usual. A child's failed build is never cached: the
  * parent's build_one() builds it again and reports the failure. The
  * children never call the heartbeat tick (they hold no socket); the parent
- * ticks while it waits for them in reap_task_builds(). Without a compile
+ * ticks while it waits for them (kf_sandbox_reap). Without a compile
  * cache there is nothing to share, and nothing is started; nor on a host
  * of fewer than 4 cores. */
 static void warm_task_builds(ev *e, pid_t kids[2])
@@ -248,24 +246,6 @@ static void warm_task_builds(ev *e, pid_t kids[2])
             _exit(0);
         }
         kids[which] = pid;
-    }
-}
-
-/* Wait for warm_task_builds' children, ticking the heartbeat meanwhile. */
-static void reap_task_builds(ev *e, pid_t kids[2])
-{
-    for (int i = 0; i < 2; i++) {
-        while (kids[i] > 0) {
-            int st;
-            pid_t w = waitpid(kids[i], &st, WNOHANG);
-            if (w == kids[i] || (w < 0 && errno != EINTR)) {
-                kids[i] = 0;
-                break;
-            }
-            if (e->req->tick) e->req->tick(e->req->tick_arg);
-            struct timespec ts = {0, 20 * 1000000L};
-            nanosleep(&ts, NULL);
-        }
     }
 }
 
@@ -523,7 +503,7 @@ int kf_eval_run(const kf_eval_req *req, kf_eval_res *res)
     pid_t kids[2];
     warm_task_builds(e, kids);
     int built = build_one(e, 2) == 0;
-    reap_task_builds(e, kids);
+    for (int i = 0; i < 2; i++) kf_sandbox_reap(kids[i], req->tick, req->tick_arg);
     if (!built || build_one(e, 0) || build_one(e, 1)) goto done;
     json_object_set_new(e->metrics, "builds_s", json_real(kf_util_now_s() - t_builds));
     for (int i = 0; i < 3; i++) chmod(e->so[i], 0644);
@@ -596,7 +576,7 @@ int kf_eval_run(const kf_eval_req *req, kf_eval_res *res)
     kf_sandbox_run(&sr, &sb);
     if (sb.detached_pid) {
         if (req->pending_judge) *req->pending_judge = sb.detached_pid;
-        else kf_sandbox_reap(sb.detached_pid);
+        else kf_sandbox_reap(sb.detached_pid, NULL, NULL);
     }
     take_report(e, &jc, &sb, limit);
     kf_sandbox_res_free(&sb);
@@ -642,6 +622,6 @@ void kf_eval_res_free(kf_eval_res *res)
 void kf_eval_reap(int *pending_judge)
 {
     if (!pending_judge || *pending_judge <= 0) return;
-    kf_sandbox_reap(*pending_judge);
+    kf_sandbox_reap(*pending_judge, NULL, NULL);
     *pending_judge = 0;
 }

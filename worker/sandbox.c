@@ -35,6 +35,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SANDBOX_HDR "#sandbox "
@@ -340,14 +341,8 @@ int kf_sandbox_run(const kf_sandbox_req *req, kf_sandbox_res *res)
         }
         if (req->detach_on_report_eof && srep.eof) {
             /* the report is complete: the child's exit is left to overlap */
-            kill_group(pid);
-            drain(out[0], &sout);
-            close(rep[0]);
-            close(out[0]);
             res->detached_pid = pid;
-            res->wall_s = kf_util_now_s() - t0;
-            status = 0;
-            goto collect;
+            break;
         }
         double now = kf_util_now_s();
         if (now >= deadline) {
@@ -365,7 +360,7 @@ int kf_sandbox_run(const kf_sandbox_req *req, kf_sandbox_res *res)
     /* Kill whatever is left of the group (helpers the candidate forked, or
      * the child itself on timeout/cancel), then reap. */
     kill_group(pid);
-    if (!reaped) {
+    if (!reaped && !res->detached_pid) {
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
         }
     }
@@ -377,7 +372,6 @@ int kf_sandbox_run(const kf_sandbox_req *req, kf_sandbox_res *res)
     close(out[0]);
     res->wall_s = kf_util_now_s() - t0;
 
-collect:
     if (res->how == KF_SANDBOX_EXITED) {
         if (WIFSIGNALED(status)) {
             res->how = KF_SANDBOX_SIGNALED;
@@ -432,10 +426,20 @@ collect:
     return 0;
 }
 
-void kf_sandbox_reap(int pid)
+void kf_sandbox_reap(int pid, int (*tick)(void *arg), void *tick_arg)
 {
     if (pid <= 0) return;
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+    if (!tick) {
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+        }
+        return;
+    }
+    for (;;) {
+        pid_t w = waitpid(pid, NULL, WNOHANG);
+        if (w == pid || (w < 0 && errno != EINTR)) return;
+        tick(tick_arg);
+        struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
     }
 }
 

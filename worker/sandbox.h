@@ -113,9 +113,11 @@ typedef struct {
  * says why) when the child could not be started. Free with kf_sandbox_res_free. */
 int kf_sandbox_run(const kf_sandbox_req *req, kf_sandbox_res *res);
 
-/* Reap a child kf_sandbox_run left behind (res->detached_pid), waiting for
- * its exit. No-op for pid <= 0. */
-void kf_sandbox_reap(int pid);
+/* Wait for child pid to exit and reap it: a child kf_sandbox_run left
+ * behind (res->detached_pid), or any other child of the caller. With tick,
+ * polls every 20 ms and calls tick meanwhile (its answer is ignored: the
+ * child is waited for all the same). No-op for pid <= 0. */
+void kf_sandbox_reap(int pid, int (*tick)(void *arg), void *tick_arg);
 
 /* Free what kf_sandbox_run allocated in res (report, output); res may be
  * freed twice. */

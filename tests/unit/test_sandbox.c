@@ -266,7 +266,7 @@ int main(void)
         CHECK(&st, res.how == KF_SANDBOX_EXITED && res.detached_pid > 0, "detach: how %d pid %d", res.how,
               res.detached_pid);
         CHECK(&st, res.report && !strcmp(res.report, "final record\n"), "detach: report '%s'", res.report);
-        kf_sandbox_reap(res.detached_pid);
+        kf_sandbox_reap(res.detached_pid, NULL, NULL);
         CHECK(&st, waitpid(res.detached_pid, NULL, WNOHANG) < 0 && errno == ECHILD, "detach: child not reaped");
         kf_sandbox_res_free(&res);
         /* without the flag the same child is waited for: the timeout ends it */
