@@ -145,7 +145,7 @@ typedef struct {
     kf_jarena master;        /* the judge's private copy of the current timed call's inputs */
     int master_b, master_rep, master_count, master_valid;
     double call_t0;          /* when the current call was rung */
-    double cand_used_s;      /* wall seconds spent inside the candidate's calls */
+    double cand_used_s;      /* wall seconds spent inside the candidate's load and calls */
     int64_t cand_mark;       /* the candidate runner's CPU clock (ns) when it last answered or was last checked */
     double cand_mark_wall;   /* ... and the wall clock then (s) */
     kf_rng seqrng, chkrng;
@@ -605,7 +605,7 @@ __attribute__((noreturn)) static void fail_wait(judge *j, runner *r, int w, cons
          * runners none) is the one out of time */
         if (w == WT_TIMEOUT && j->cand_used_s > 0.4 * j->cfg->budget_s)
             finish(j, KF_TIMEOUT, "candidate", "the candidate used %.1f s of the evaluation's %.0f s budget in its "
-                   "own calls; out of time %s", j->cand_used_s, j->cfg->budget_s, where);
+                   "own load and calls; out of time %s", j->cand_used_s, j->cfg->budget_s, where);
         /* too slow is the task's fault only when this one call used a real
          * share of the budget; otherwise the judge's own plan ran out */
         if (w == WT_TIMEOUT && kf_util_now_s() - j->call_t0 < 0.25 * j->cfg->budget_s)
@@ -1493,7 +1493,7 @@ static void timing(judge *j)
          * as in fail_wait), or the judge was too slow (the worker's). */
         if (truncated && n < floor_reps) {
             if (j->cand_used_s > 0.4 * cfg->budget_s)
-                finish(j, KF_TIMEOUT, "candidate", "the candidate's calls used %.1f s of the %.1f s budget; %d "
+                finish(j, KF_TIMEOUT, "candidate", "the candidate's load and calls used %.1f s of the %.1f s budget; %d "
                        "timed calls of at least %d fitted (benchmark shape %s)", j->cand_used_s, cfg->budget_s, n,
                        floor_reps, sh);
             finish(j, KF_INFRA_ERROR, "worker", "out of time after %d of at least %d timed calls (benchmark shape "
@@ -1737,7 +1737,12 @@ int kf_judge_child(void *arg, int report_fd)
     ts = kf_util_now_s();
     load_send(j, R_CAND);
     loaded_wait(j, R_CAND);
-    json_object_set_new(sj, "candidate_loaded_s", json_real(kf_util_now_s() - ts));
+    /* the candidate's constructors ran on its own clock: a load that eats
+     * the budget is the candidate's time, like its calls (a 14 s sleep in a
+     * constructor was the worker's infra_error, and a worker quarantined) */
+    double cload = kf_util_now_s() - ts;
+    j->cand_used_s += cload;
+    json_object_set_new(sj, "candidate_loaded_s", json_real(cload));
     json_object_set_new(j->metrics, "setup", sj);
     runner *C = &j->r[R_CAND];
     if (j->be->freeze_runners) {
