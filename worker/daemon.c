@@ -45,6 +45,7 @@
 
 #include "device.h"
 #include "kf_eval.h"
+#include "judge.h"
 #include "kf_util.h"
 #include "kf_wire.h"
 #include "sandbox.h"
@@ -64,6 +65,8 @@ typedef struct {
     int gpu;               /* GPU index this worker serves (cuda backend) */
     char arch[32];         /* that GPU's sm_XY, found once at start ("" on cpu) */
     int pending_judge;     /* the last evaluation's judge, still exiting (kf_eval_req) */
+    int judge_per_eval;    /* --judge-per-eval: a judge process per evaluation, no serving judge */
+    kf_judge_srv *judge_srv; /* the serving judge: device context and task runners kept (kf_eval_req) */
     int cpu_only;          /* serve the cpu backend even where a GPU answers */
     int prefetch;          /* lease the next job and compile it during an evaluation:
                               1 on, 0 off, -1 auto (on for cuda, off for cpu, where
@@ -355,6 +358,12 @@ static void run_job(daemon_cfg *c, held_job *j, const char *backend, kf_eval_res
     req.tick = heartbeat_tick;
     req.tick_arg = hb;
     req.pending_judge = &c->pending_judge;
+    if (!c->judge_per_eval && !c->judge_srv) {
+        char err[512];
+        c->judge_srv = kf_judge_srv_new(c->work_dir, err, sizeof(err));
+        if (!c->judge_srv) logmsg("no serving judge (%s): one judge process per evaluation", err);
+    }
+    req.judge_srv = c->judge_srv;
     kf_eval_run(&req, res);
     kf_util_rmtree(p.job_dir);
     /* where a GPU worker's time goes: a long wait here is idle GPU time */
@@ -491,6 +500,9 @@ static void usage(FILE *f)
             "  --cpu               serve the cpu backend even on a GPU host\n"
             "  --prefetch          compile the next job while evaluating (default on GPUs)\n"
             "  --no-prefetch       one job at a time (default on the cpu backend)\n"
+            "  --judge-per-eval    a new judge process per evaluation (default: one serving judge\n"
+            "                      keeps the device context and the task's reference and\n"
+            "                      baseline runners between evaluations)\n"
             "Exit status 3: another live process holds this worker identity.\n");
 }
 
@@ -549,10 +561,11 @@ int kf_daemon_main(int argc, char **argv)
         {"prefetch", no_argument, 0, 'P'},          {"no-prefetch", no_argument, 0, 'N'},
         {"gpu", required_argument, 0, 'g'},         {"cpu", no_argument, 0, 'C'},
         {"credential", required_argument, 0, 'K'},  {"help", no_argument, 0, 'h'},
+        {"judge-per-eval", no_argument, 0, 'J'},
         {0, 0, 0, 0}};
     int o;
     optind = 1;
-    while ((o = getopt_long(argc, argv, "c:i:w:p:m:qg:CPNK:h", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "c:i:w:p:m:qg:CPNK:hJ", opts, NULL)) != -1) {
         switch (o) {
         case 'c':
             if (c.n_coordinators == KF_DAEMON_MAX_COORD) {
@@ -586,6 +599,7 @@ int kf_daemon_main(int argc, char **argv)
         case 'C': c.cpu_only = 1; break;
         case 'P': c.prefetch = 1; break;
         case 'N': c.prefetch = 0; break;
+        case 'J': c.judge_per_eval = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -742,6 +756,7 @@ int kf_daemon_main(int argc, char **argv)
         kfarm__reply__free_unpacked(next.rep, NULL);
     }
     kf_eval_reap(&c.pending_judge);
+    kf_judge_srv_free(c.judge_srv);
     logmsg("worker %s stopping after %d job(s)", c.worker_id, done);
     if (!c.exit_code) { /* give the identity back (best effort, one try) */
         Kfarm__Goodbye bye = KFARM__GOODBYE__INIT;

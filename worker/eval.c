@@ -573,7 +573,10 @@ int kf_eval_run(const kf_eval_req *req, kf_eval_res *res)
     kf_eval_reap(req->pending_judge);
     sr.detach_on_report_eof = e->cuda && req->pending_judge;
     json_object_set_new(e->metrics, "pre_judge_s", json_real(kf_util_now_s() - t_start));
-    kf_sandbox_run(&sr, &sb);
+    if (req->judge_srv)
+        kf_judge_srv_eval(req->judge_srv, &jc, req->task_dir, &sr, &sb);
+    else
+        kf_sandbox_run(&sr, &sb);
     if (sb.detached_pid) {
         if (req->pending_judge) *req->pending_judge = sb.detached_pid;
         else kf_sandbox_reap(sb.detached_pid, NULL, NULL);

@@ -79,6 +79,7 @@
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -119,7 +120,25 @@ typedef struct {
     int facts_ok;
     int freeze;              /* stopped (SIGSTOP) whenever it is not being called */
     int frozen;
+    int busy;                /* a command was sent and its answer not read yet */
+    double cpu_limit_s;      /* its RLIMIT_CPU */
 } runner;
+
+/* What a serving judge (kf_judge_serve) keeps between evaluations: its
+ * device (the judge's CUDA context), the master arena, and the task's
+ * reference and baseline runners, still loaded, for the next evaluation of
+ * the same task. Only the candidate's runner is new per evaluation. */
+typedef struct {
+    jmp_buf jb;              /* finish() returns here */
+    const kf_judge_backend *be;
+    kf_judge_dev *dev;
+    int gpu;
+    kf_jarena master;        /* bytes 0: none */
+    runner warm[2];          /* reference, baseline (pid 0: none) */
+    char key[65];            /* what they run: sha256 over both shared objects, the runner, the arena size */
+    int broken;              /* the last evaluation ended with blame task or worker: serve no more */
+    unsigned evals;
+} keeper;
 
 /* Where tensors lie for one shape (same offsets in every arena). */
 typedef struct {
@@ -151,6 +170,9 @@ typedef struct {
     kf_rng seqrng, chkrng;
     json_t *metrics, *validation;
     double overhead_us;
+    keeper *keep;            /* serving judge (kf_judge_serve): what outlives this evaluation; else NULL */
+    void *vhost[KF_MAX_TENSORS]; /* validation's host inputs (freed by finish when it ends the evaluation) */
+    double *tsb, *tsc;       /* timing's per-shape samples (the same) */
     /* verdict */
     int done;
 } judge;
@@ -172,16 +194,64 @@ static void progress(judge *j, const char *fmt, ...)
     kf_sandbox_write_all(j->fd, line, (size_t)n + 3);
 }
 
-static void kill_runners(judge *j)
+/* Kill the runners whose bit is set in mask (1 << role). */
+static void kill_runners(judge *j, unsigned mask)
 {
     /* every runner killed first: their exits (CUDA contexts torn down) overlap */
     for (int i = 0; i < 3; i++)
-        if (j->r[i].pid > 0 && !j->r[i].dead) kill(j->r[i].pid, SIGKILL);
+        if ((mask >> i & 1) && j->r[i].pid > 0 && !j->r[i].dead) kill(j->r[i].pid, SIGKILL);
     for (int i = 0; i < 3; i++)
-        if (j->r[i].pid > 0) {
+        if ((mask >> i & 1) && j->r[i].pid > 0) {
             if (!j->r[i].dead) waitpid(j->r[i].pid, &j->r[i].wstatus, 0);
             j->r[i].dead = 1;
         }
+}
+
+/* A live runner that owes no answer: it can serve the next evaluation. */
+static int runner_reusable(runner *r)
+{
+    if (r->pid <= 0 || r->dead || r->busy) return 0;
+    int st;
+    return waitpid(r->pid, &st, WNOHANG) == 0;
+}
+
+/* Close what the judge holds of a dead runner and free its arena. */
+static void runner_release(judge *j, runner *r)
+{
+    if (r->cmd_w >= 0) close(r->cmd_w);
+    if (r->rep_r >= 0) close(r->rep_r);
+    if (r->out_r >= 0) close(r->out_r);
+    r->cmd_w = r->rep_r = r->out_r = -1;
+    if (r->arena.bytes) j->be->arena_free(j->dev, &r->arena);
+    memset(&r->arena, 0, sizeof(r->arena));
+    r->arena.fd = -1;
+    r->pid = 0;
+}
+
+static void keeper_drop_warm(keeper *k);
+
+/* After the report of a served evaluation: free what was this
+ * evaluation's, hand the task's runners back to the keeper when they are
+ * still good, and return to kf_judge_serve's loop. */
+__attribute__((noreturn)) static void keeper_end(judge *j, int keep_task, const char *blame)
+{
+    keeper *k = j->keep;
+    for (int i = 0; i < KF_MAX_TENSORS; i++) free(j->vhost[i]);
+    free(j->tsb);
+    free(j->tsc);
+    json_decref(j->metrics);
+    for (int i = 0; i < 3; i++) {
+        if (i != R_CAND && keep_task) continue;
+        if (j->r[i].pid > 0 || j->r[i].arena.bytes) runner_release(j, &j->r[i]);
+    }
+    if (keep_task) {
+        k->warm[0] = j->r[R_REF];
+        k->warm[1] = j->r[R_BASE];
+    } else {
+        k->key[0] = 0;
+    }
+    if (strcmp(blame, "none") && strcmp(blame, "candidate")) k->broken = 1;
+    longjmp(k->jb, 1);
 }
 
 static json_t *runners_json(judge *j)
@@ -211,11 +281,18 @@ __attribute__((noreturn, format(printf, 4, 5))) static void finish(judge *j, kf_
     vsnprintf(detail, sizeof(detail), fmt, ap);
     va_end(ap);
     kf_util_utf8_sanitize(detail, strlen(detail)); /* may quote a runner's message */
-    kill_runners(j);
+    /* a serving judge keeps the task's runners for the next evaluation
+     * when this one did not end on them (blame none or candidate, each
+     * alive and owing no answer); the candidate's runner always dies */
+    int keep_task = j->keep && (!strcmp(blame, "none") || !strcmp(blame, "candidate")) &&
+                    runner_reusable(&j->r[R_REF]) && runner_reusable(&j->r[R_BASE]);
+    kill_runners(j, keep_task ? 1u << R_CAND : 7u);
     json_object_set_new(j->metrics, "runners", runners_json(j));
-    /* the secret is revealed only now: every runner is dead */
+    /* the secret is revealed only now: the candidate's runner is dead (a
+     * serving judge's task runners, the task's own code, stay) */
     json_object_set_new(j->metrics, "input_seed", json_integer((json_int_t)j->cfg->secret));
     json_object_set_new(j->metrics, "judge_s", json_real(kf_util_now_s() - j->t_start));
+    if (j->keep) json_object_set_new(j->metrics, "task_runners_kept", json_boolean(keep_task));
     json_t *o = json_object();
     json_object_set_new(o, "verdict", json_string(kf_verdict_name(v)));
     json_object_set_new(o, "detail", json_string(detail));
@@ -234,6 +311,10 @@ __attribute__((noreturn, format(printf, 4, 5))) static void finish(judge *j, kf_
         kf_sandbox_write_all(j->fd, txt, strlen(txt));
         kf_sandbox_write_all(j->fd, "\n", 1);
         free(txt);
+    }
+    if (j->keep) {
+        kf_sandbox_srv_done(j->fd); /* the report is complete */
+        keeper_end(j, keep_task, blame);
     }
     close(j->fd); /* the report is complete (the worker may stop waiting here) */
     if (j->dev) j->be->close(j->dev);
@@ -307,6 +388,7 @@ static void runner_spec(judge *j, runner *r, kf_confine_spec *specp, char *sodir
     spec.nproc = 4096;
     spec.fsize_bytes = 1 << 20;
     spec.cpu_s = j->cfg->budget_s * 4 + 30;
+    r->cpu_limit_s = spec.cpu_s;
     spec.drop_uid = 1;
     *specp = spec;
 }
@@ -522,6 +604,7 @@ static int runner_send(judge *j, runner *r, kf_rp_cmd *c)
         p += w;
         n -= (size_t)w;
     }
+    r->busy = 1;
     if (r->frozen) { /* the command is in the pipe: let it run */
         kill(r->pid, SIGCONT);
         r->frozen = 0;
@@ -573,6 +656,7 @@ static int runner_wait(judge *j, runner *r, uint64_t seq, uint32_t kind, kf_rp_r
             if (got < sizeof(*rep)) continue;
             if (rep->magic != KF_RP_MAGIC || rep->kind != kind || rep->seq != seq) return WT_PROTO;
             rep->msg[sizeof(rep->msg) - 1] = 0;
+            if (kind != KF_RP_READY) r->busy = 0;
             return WT_OK;
         }
     }
@@ -975,7 +1059,7 @@ static void validate(judge *j)
              * normal of inputs.c, generated on the host and copied in (the
              * small shapes are where edge values matter); larger ones are
              * generated in place by the backend (gen.h), like timed inputs. */
-            void *host[KF_MAX_TENSORS] = {0};
+            void **host = j->vhost; /* freed below, or by finish() */
             kf_gen_spec gen[KF_MAX_TENSORS];
             for (int i = 0; i < t->n_inputs; i++) {
                 uint64_t seed = kf_inputs_derive_seed(j->cfg->secret, (uint64_t)s, (uint64_t)tr, (uint64_t)i);
@@ -1035,7 +1119,10 @@ static void validate(judge *j)
                 for (int o = 0; o < t->n_outputs; o++)
                     if (j->be->copy(j->dev, &j->master, L.out_off[o], &R->arena, L.out_off[o], L.out_bytes[o]))
                         io_fail(j, "copy outputs");
-            for (int i = 0; i < t->n_inputs; i++) free(host[i]);
+            for (int i = 0; i < t->n_inputs; i++) {
+                free(host[i]);
+                host[i] = NULL;
+            }
         }
     }
     if (!depends && t->trials >= 2)
@@ -1413,7 +1500,7 @@ static void timing(judge *j)
         if (reps > max_reps) reps = max_reps;
 
         int parallel_batches = 0;
-        double *sb = calloc((size_t)reps, sizeof(double)), *sc = calloc((size_t)reps, sizeof(double));
+        double *sb = j->tsb = calloc((size_t)reps, sizeof(double)), *sc = j->tsc = calloc((size_t)reps, sizeof(double));
         if (!sb || !sc) io_fail(j, "allocation");
         int n = 0, checked = 0, stop_next = 0;
         double floor_us = 0, gbs_peak = 0, gf_peak = 0, fl = 0, by = 0;
@@ -1519,6 +1606,7 @@ static void timing(judge *j)
         double rse_b = rse_median(sb, n), rse_c = rse_median(sc, n);
         free(sb);
         free(sc);
+        j->tsb = j->tsc = NULL;
         if (floor_us > 0 && raw_c_min < floor_us * 0.5)
             finish(j, KF_REJECTED_CHEAT, "candidate", "timed at %.3f µs on benchmark shape %s, below the physical "
                    "floor of %.3f µs (task bytes and FLOPs at the device's peak): the measurement was forged",
@@ -1664,12 +1752,13 @@ static void loaded_wait(judge *j, int role)
     }
 }
 
-int kf_judge_child(void *arg, int report_fd)
+static void judge_init(judge *j, const kf_judge_cfg *cfg, int report_fd)
 {
-    const kf_judge_cfg *cfg = arg;
-    judge J;
-    memset(&J, 0, sizeof(J));
-    judge *j = &J;
+    memset(j, 0, sizeof(*j));
+    for (int i = 0; i < 3; i++) {
+        j->r[i].cmd_w = j->r[i].rep_r = j->r[i].out_r = -1;
+        j->r[i].arena.fd = -1;
+    }
     j->cfg = cfg;
     j->t = cfg->task;
     j->be = cfg->backend;
@@ -1685,11 +1774,74 @@ int kf_judge_child(void *arg, int report_fd)
     kf_inputs_rng_seed(&j->chkrng, kf_inputs_derive_seed(cfg->secret, 7002, 0, 0));
     prctl(PR_SET_DUMPABLE, 0);
     signal(SIGPIPE, SIG_IGN);
+}
 
+/* The identity of the task's runners: sha256 over both shared objects, the
+ * runner binary and the arena size. 0, or -1 when a file is unreadable. */
+static int task_key(judge *j, char out[65])
+{
+    char hex[4][65];
+    const char *paths[3] = {j->cfg->so[R_REF], j->cfg->so[R_BASE], j->cfg->runner_path};
+    for (int i = 0; i < 3; i++) {
+        size_t len = 0;
+        char *b = kf_util_read_file(paths[i], &len, (size_t)1 << 30);
+        if (!b) return -1;
+        kf_util_sha256_hex(b, len, hex[i]);
+        free(b);
+    }
+    char all[4 * 65 + 64];
+    snprintf(all, sizeof(all), "%s %s %s %llu %s", hex[0], hex[1], hex[2], (unsigned long long)j->arena_bytes,
+             j->be->name);
+    kf_util_sha256_hex(all, strlen(all), out);
+    return 0;
+}
+
+/* Whether a kept runner may serve another evaluation: alive, owing nothing,
+ * and far from its RLIMIT_CPU (its CPU time accumulates over evaluations). */
+static int warm_ok(runner *r)
+{
+    if (!runner_reusable(r)) return 0;
+    int64_t ns = cpu_ns(r);
+    return ns >= 0 && (double)ns * 1e-9 < 0.5 * r->cpu_limit_s;
+}
+
+static void keeper_drop_warm(keeper *k)
+{
+    judge tmp; /* runner_release needs the backend and device */
+    memset(&tmp, 0, sizeof(tmp));
+    tmp.be = k->be;
+    tmp.dev = k->dev;
+    for (int i = 0; i < 2; i++) {
+        runner *r = &k->warm[i];
+        if (r->pid > 0 && !r->dead) {
+            kill(r->pid, SIGKILL);
+            waitpid(r->pid, &r->wstatus, 0);
+        }
+        if (r->pid > 0 || r->arena.bytes) runner_release(&tmp, r);
+        memset(r, 0, sizeof(*r));
+        r->cmd_w = r->rep_r = r->out_r = r->arena.fd = -1;
+    }
+    k->key[0] = 0;
+}
+
+/* One evaluation, from the device to the report; ends in finish(). */
+__attribute__((noreturn)) static void judge_body(judge *j)
+{
+    const kf_judge_cfg *cfg = j->cfg;
+    keeper *k = j->keep;
     char err[512];
     progress(j, "open device");
-    if (j->be->open(&j->dev, cfg->gpu, cfg->llc_bytes, err, sizeof(err)) != 0)
-        finish(j, KF_INFRA_ERROR, "worker", "judge: %s", err);
+    if (k && k->dev) {
+        j->dev = k->dev; /* a serving judge's context, still open */
+    } else {
+        if (j->be->open(&j->dev, cfg->gpu, cfg->llc_bytes, err, sizeof(err)) != 0)
+            finish(j, KF_INFRA_ERROR, "worker", "judge: %s", err);
+        if (k) {
+            k->dev = j->dev;
+            k->be = j->be;
+            k->gpu = cfg->gpu;
+        }
+    }
     json_t *dj = j->be->describe(j->dev);
     if (dj) json_object_set_new(j->metrics, "device", dj);
 
@@ -1712,8 +1864,38 @@ int kf_judge_child(void *arg, int report_fd)
 
     /* the master copy of timed inputs: allocated before any runner starts
      * (a candidate that grabs the device's memory cannot starve it) */
-    if (j->be->arena_new(j->dev, j->arena_bytes, 0, &j->master, err, sizeof(err)) != 0)
-        finish(j, KF_INFRA_ERROR, "worker", "judge: %s", err);
+    if (k && k->master.bytes == j->arena_bytes) {
+        j->master = k->master;
+    } else {
+        if (k && k->master.bytes) {
+            j->be->arena_free(j->dev, &k->master);
+            memset(&k->master, 0, sizeof(k->master));
+        }
+        if (j->be->arena_new(j->dev, j->arena_bytes, 0, &j->master, err, sizeof(err)) != 0)
+            finish(j, KF_INFRA_ERROR, "worker", "judge: %s", err);
+        if (k) k->master = j->master;
+    }
+
+    /* a serving judge reuses the task's runners of the last evaluation when
+     * they run the same code with the same arena */
+    int warm = 0;
+    char key[65] = "";
+    if (k) {
+        if (task_key(j, key) != 0)
+            finish(j, KF_INFRA_ERROR, "worker", "judge: cannot read the shared objects: %s", strerror(errno));
+        warm = k->key[0] && !strcmp(k->key, key) && warm_ok(&k->warm[0]) && warm_ok(&k->warm[1]);
+        if (warm) {
+            j->r[R_REF] = k->warm[0];
+            j->r[R_BASE] = k->warm[1];
+            for (int i = 0; i < 2; i++) { /* now this evaluation's */
+                memset(&k->warm[i], 0, sizeof(k->warm[i]));
+                j->r[i].out_len = 0;
+                j->r[i].out_dropped = 0;
+            }
+        } else {
+            keeper_drop_warm(k);
+        }
+    }
 
     /* All three runners start together (process, confinement, device
      * context, arena: the judge's code, not the shared objects'). The
@@ -1722,17 +1904,22 @@ int kf_judge_child(void *arg, int report_fd)
      * device-memory grab, I14) can starve the task's runners. */
     json_t *sj = json_object();
     json_object_set_new(sj, "open_s", json_real(kf_util_now_s() - j->t_start));
+    json_object_set_new(sj, "warm_task_runners", json_boolean(warm));
+    if (k) json_object_set_new(sj, "judge_evaluation", json_integer(k->evals + 1));
     double ts = kf_util_now_s();
     static const int order[3] = {R_REF, R_BASE, R_CAND};
-    for (int k = 0; k < 3; k++) {
-        progress(j, "start %s", role_name[order[k]]);
-        if (runner_spawn(j, order[k], err, sizeof(err)) != 0) finish(j, KF_INFRA_ERROR, "worker", "judge: %s", err);
+    for (int q = warm ? 2 : 0; q < 3; q++) {
+        progress(j, "start %s", role_name[order[q]]);
+        if (runner_spawn(j, order[q], err, sizeof(err)) != 0) finish(j, KF_INFRA_ERROR, "worker", "judge: %s", err);
     }
-    for (int k = 0; k < 3; k++) ready_wait(j, order[k]);
+    for (int q = warm ? 2 : 0; q < 3; q++) ready_wait(j, order[q]);
     json_object_set_new(sj, "runners_ready_s", json_real(kf_util_now_s() - ts));
     ts = kf_util_now_s();
-    for (int k = 0; k < 2; k++) load_send(j, order[k]);
-    for (int k = 0; k < 2; k++) loaded_wait(j, order[k]);
+    if (!warm) {
+        for (int q = 0; q < 2; q++) load_send(j, order[q]);
+        for (int q = 0; q < 2; q++) loaded_wait(j, order[q]);
+        if (k) snprintf(k->key, sizeof(k->key), "%s", key);
+    }
     json_object_set_new(sj, "task_loaded_s", json_real(kf_util_now_s() - ts));
     ts = kf_util_now_s();
     load_send(j, R_CAND);
@@ -1784,6 +1971,14 @@ int kf_judge_child(void *arg, int report_fd)
            cfg->validate_only ? " (not timed)" : "");
 }
 
+int kf_judge_child(void *arg, int report_fd)
+{
+    judge *j = malloc(sizeof(judge));
+    if (!j) return 1;
+    judge_init(j, arg, report_fd);
+    judge_body(j);
+}
+
 void kf_judge_new_nonce(char nonce[33])
 {
     unsigned char b[16];
@@ -1817,4 +2012,209 @@ char *kf_judge_parse_report(const char *report, const char *nonce, char *phase, 
         line = nl + 1;
     }
     return result;
+}
+
+/* ---------------- the serving judge ---------------- */
+
+#define SERVE_MAX_EVALS 500 /* a serving judge retires after this many (bounds slow leaks) */
+
+/* One served evaluation: finish() comes back here through the keeper. */
+static void serve_one(keeper *k, const kf_judge_cfg *cfg, int report_fd)
+{
+    judge *j = malloc(sizeof(judge));
+    if (!j) {
+        k->broken = 1;
+        close(report_fd);
+        return;
+    }
+    judge_init(j, cfg, report_fd);
+    j->keep = k;
+    if (setjmp(k->jb) == 0) judge_body(j);
+    free(j);
+}
+
+/* Parse a request (see kf_judge_srv_eval) into cfg and load its task.
+ * 0, or -1 with err. */
+static int serve_parse(const char *msg, kf_judge_cfg *cfg, kf_task *task, char *paths[5], char *err, size_t cap)
+{
+    json_error_t je;
+    json_t *o = json_loads(msg, 0, &je);
+    if (!o) {
+        snprintf(err, cap, "malformed request: %s", je.text);
+        return -1;
+    }
+    const char *be = json_string_value(json_object_get(o, "backend"));
+    const char *td = json_string_value(json_object_get(o, "task_dir"));
+    const char *sec = json_string_value(json_object_get(o, "secret"));
+    const char *nonce = json_string_value(json_object_get(o, "nonce"));
+    json_t *so = json_object_get(o, "so");
+    const char *rp = json_string_value(json_object_get(o, "runner"));
+    int rc = -1;
+    if (!be || !td || !sec || !nonce || strlen(nonce) != 32 || !rp || !json_is_array(so) || json_array_size(so) != 3) {
+        snprintf(err, cap, "malformed request: a field is missing");
+        goto out;
+    }
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->backend = !strcmp(be, "cpu") ? &kf_judge_backend_cpu : !strcmp(be, "cuda") ? kf_judge_backend_cuda() : NULL;
+    if (!cfg->backend) {
+        snprintf(err, cap, "backend %s is not served here", be);
+        goto out;
+    }
+    for (int i = 0; i < 3; i++) {
+        const char *p = json_string_value(json_array_get(so, (size_t)i));
+        if (!p || !(paths[i] = strdup(p))) {
+            snprintf(err, cap, "malformed request: so[%d]", i);
+            goto out;
+        }
+        cfg->so[i] = paths[i];
+    }
+    if (!(paths[3] = strdup(rp))) goto out;
+    cfg->runner_path = paths[3];
+    cfg->secret = strtoull(sec, NULL, 16);
+    cfg->gpu = (int)json_integer_value(json_object_get(o, "gpu"));
+    cfg->quick = json_is_true(json_object_get(o, "quick"));
+    cfg->validate_only = json_is_true(json_object_get(o, "validate_only"));
+    cfg->allow_unconfined = json_is_true(json_object_get(o, "allow_unconfined"));
+    cfg->budget_s = json_number_value(json_object_get(o, "budget_s"));
+    cfg->llc_bytes = (uint64_t)json_integer_value(json_object_get(o, "llc_bytes"));
+    snprintf(cfg->nonce, sizeof(cfg->nonce), "%s", nonce);
+    if (kf_task_load(td, task, err, cap) != 0) goto out;
+    cfg->task = task;
+    rc = 0;
+out:
+    json_decref(o);
+    return rc;
+}
+
+int kf_judge_serve(void *arg, int ctl_fd)
+{
+    (void)arg;
+    prctl(PR_SET_DUMPABLE, 0);
+    signal(SIGPIPE, SIG_IGN);
+    fcntl(ctl_fd, F_SETFD, FD_CLOEXEC); /* never a runner's */
+    keeper *k = calloc(1, sizeof(keeper));
+    char *msg = malloc(KF_SANDBOX_SRV_MSG + 1);
+    if (!k || !msg) return 1;
+    for (int i = 0; i < 2; i++) k->warm[i].cmd_w = k->warm[i].rep_r = k->warm[i].out_r = k->warm[i].arena.fd = -1;
+    for (;;) {
+        size_t len;
+        int rfd;
+        int got = kf_sandbox_srv_next(ctl_fd, msg, KF_SANDBOX_SRV_MSG + 1, &len, &rfd);
+        if (got <= 0) break;
+        kf_judge_cfg cfg;
+        kf_task task;
+        memset(&cfg, 0, sizeof(cfg));
+        memset(&task, 0, sizeof(task));
+        char *paths[5] = {0};
+        char err[512];
+        if (serve_parse(msg, &cfg, &task, paths, err, sizeof(err)) != 0 ||
+            (k->be && (k->be != cfg.backend || k->gpu != cfg.gpu))) {
+            /* no nonce to answer with: the worker reads "no verdict" */
+            dprintf(rfd, "P judge server: %s\n", k->be && cfg.task ? "another device or backend" : err);
+            close(rfd);
+            if (cfg.task) kf_task_free(&task);
+            for (int i = 0; i < 5; i++) free(paths[i]);
+            break;
+        }
+        serve_one(k, &cfg, rfd);
+        kf_task_free(&task);
+        for (int i = 0; i < 5; i++) free(paths[i]);
+        k->evals++;
+        if (k->broken || k->evals >= SERVE_MAX_EVALS) break;
+    }
+    keeper_drop_warm(k);
+    if (k->master.bytes && k->be) k->be->arena_free(k->dev, &k->master);
+    if (k->dev) k->be->close(k->dev);
+    free(k);
+    free(msg);
+    return 0;
+}
+
+/* ---- worker side ---- */
+
+struct kf_judge_srv {
+    kf_sandbox_srv proc;
+    char dir[PATH_MAX];          /* the serving judge's scratch folder */
+    const kf_judge_backend *be;  /* what the running one serves */
+    int gpu;
+    unsigned starts;
+};
+
+kf_judge_srv *kf_judge_srv_new(const char *work_dir, char *err, size_t cap)
+{
+    kf_judge_srv *s = calloc(1, sizeof(*s));
+    if (!s) {
+        snprintf(err, cap, "out of memory");
+        return NULL;
+    }
+    s->proc.ctl = s->proc.out = -1;
+    const char *root = work_dir && *work_dir ? work_dir : getenv("TMPDIR");
+    if (!root || !*root) root = "/tmp";
+    if (snprintf(s->dir, sizeof(s->dir), "%s/kfarm-judge-XXXXXX", root) >= (int)sizeof(s->dir) || !mkdtemp(s->dir)) {
+        snprintf(err, cap, "cannot create a judge folder under %s: %s", root, strerror(errno));
+        free(s);
+        return NULL;
+    }
+    char abs[PATH_MAX];
+    if (realpath(s->dir, abs) && strlen(abs) < sizeof(s->dir)) snprintf(s->dir, sizeof(s->dir), "%s", abs);
+    return s;
+}
+
+void kf_judge_srv_free(kf_judge_srv *s)
+{
+    if (!s) return;
+    kf_sandbox_srv_stop(&s->proc);
+    kf_util_rmtree(s->dir);
+    free(s);
+}
+
+int kf_judge_srv_eval(kf_judge_srv *s, const kf_judge_cfg *cfg, const char *task_dir, const kf_sandbox_req *sr,
+                      kf_sandbox_res *res)
+{
+    char secret[32];
+    snprintf(secret, sizeof(secret), "%llx", (unsigned long long)cfg->secret);
+    /* the server's working folder is its own: every path absolute */
+    char abs[5][PATH_MAX];
+    const char *in[5] = {task_dir, cfg->so[0], cfg->so[1], cfg->so[2], cfg->runner_path};
+    for (int i = 0; i < 5; i++)
+        if (!realpath(in[i], abs[i])) snprintf(abs[i], sizeof(abs[i]), "%s", in[i]);
+    json_t *o = json_pack("{s:s,s:s,s:[s,s,s],s:s,s:s,s:i,s:b,s:b,s:b,s:f,s:I,s:s}", "backend", cfg->backend->name,
+                          "task_dir", abs[0], "so", abs[1], abs[2], abs[3], "runner", abs[4],
+                          "secret", secret, "gpu", cfg->gpu, "quick", cfg->quick, "validate_only", cfg->validate_only,
+                          "allow_unconfined", cfg->allow_unconfined, "budget_s", cfg->budget_s, "llc_bytes",
+                          (json_int_t)cfg->llc_bytes, "nonce", cfg->nonce);
+    char *msg = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (!msg) {
+        memset(res, 0, sizeof(*res));
+        res->how = KF_SANDBOX_FAILED;
+        snprintf(res->err, sizeof(res->err), "judge server: cannot encode the request");
+        return -1;
+    }
+    int rc = -1;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (s->proc.pid > 0 && (s->be != cfg->backend || s->gpu != cfg->gpu)) kf_sandbox_srv_stop(&s->proc);
+        if (s->proc.pid <= 0) {
+            kf_sandbox_req q = *sr;
+            q.scratch_dir = s->dir;
+            q.fn = kf_judge_serve;
+            q.arg = NULL;
+            q.timeout_s = 30;
+            char err[256];
+            if (kf_sandbox_srv_start(&q, &s->proc, err, sizeof(err)) != 0) {
+                memset(res, 0, sizeof(*res));
+                res->how = KF_SANDBOX_FAILED;
+                snprintf(res->err, sizeof(res->err), "judge server: %.230s", err);
+                break;
+            }
+            s->be = cfg->backend;
+            s->gpu = cfg->gpu;
+            s->starts++;
+        }
+        rc = kf_sandbox_srv_call(&s->proc, msg, strlen(msg), sr, res);
+        if (rc == 0 || !res->not_served) break;
+        kf_sandbox_res_free(res); /* it never ran: a fresh server takes it */
+    }
+    free(msg);
+    return rc;
 }

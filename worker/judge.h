@@ -27,6 +27,7 @@
 #include "kf_task.h"
 #include "gen.h"
 #include "compare.h"
+#include "sandbox.h"
 
 typedef struct kf_judge_dev kf_judge_dev; /* a backend's device state */
 
@@ -139,6 +140,29 @@ typedef struct {
 int kf_judge_child(void *arg, int report_fd);
 
 
+
+/* kf_sandbox_fn for kf_sandbox_srv_start: a serving judge. It answers
+ * requests (kf_judge_srv_eval's, one at a time, each with the report of
+ * kf_judge_child) while keeping its device open (the judge's CUDA context)
+ * and the task's reference and baseline runners loaded between evaluations
+ * of the same task: only the candidate's runner is new per evaluation. An
+ * evaluation that ends with blame "task" or "worker" (or a malformed
+ * request) ends the server; so does its 500th evaluation. */
+int kf_judge_serve(void *arg, int ctl_fd);
+
+/* Worker side: a serving judge for one device, started on first use and
+ * again whenever the last one ended. work_dir holds its scratch folder.
+ * NULL with err on failure. */
+typedef struct kf_judge_srv kf_judge_srv;
+kf_judge_srv *kf_judge_srv_new(const char *work_dir, char *err, size_t cap);
+void kf_judge_srv_free(kf_judge_srv *s);
+
+/* Run the evaluation cfg describes (its task loaded from task_dir by the
+ * server) in s's serving judge, and fill *res as kf_sandbox_run would for
+ * kf_judge_child (sr: timeout_s, tick, caps; fsize_limit and isolation
+ * apply to a server it starts). Returns kf_sandbox_srv_call's value. */
+int kf_judge_srv_eval(kf_judge_srv *s, const kf_judge_cfg *cfg, const char *task_dir,
+                      const kf_sandbox_req *sr, kf_sandbox_res *res);
 
 /* Worker side: fill nonce (33 bytes) with 32 random hex digits (getrandom). */
 void kf_judge_new_nonce(char nonce[33]);

@@ -47,6 +47,11 @@ typedef struct {
      * judges never overlap on the device. NULL: wait as usual. The caller
      * reaps what is left at the end (kf_eval_reap). */
     int *pending_judge;
+    /* A serving judge (kf_judge_srv_new, judge.h) kept by the caller: the
+     * evaluation runs in it, so its device context and the task's
+     * reference and baseline runners outlive the evaluation (only the
+     * candidate's runner is new). NULL: a judge process of its own. */
+    struct kf_judge_srv *judge_srv;
 } kf_eval_req;
 
 typedef struct {

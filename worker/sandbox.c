@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -449,4 +450,260 @@ void kf_sandbox_res_free(kf_sandbox_res *res)
     free(res->report);
     free(res->output);
     res->report = res->output = NULL;
+}
+
+/* ---- serving child (kf_sandbox_srv_*) ---- */
+
+#define SRV_ACCEPTED SANDBOX_HDR "accepted\n"
+#define SRV_DONE SANDBOX_HDR "done\n"
+
+void kf_sandbox_srv_done(int report_fd)
+{
+    kf_sandbox_write_all(report_fd, SRV_DONE, strlen(SRV_DONE));
+    close(report_fd);
+}
+
+int kf_sandbox_srv_start(const kf_sandbox_req *req, kf_sandbox_srv *s, char *err, size_t cap)
+{
+    memset(s, 0, sizeof(*s));
+    s->ctl = s->out = -1;
+    if (!req || !req->fn || !req->scratch_dir || req->timeout_s <= 0) {
+        snprintf(err, cap, "sandbox: invalid request");
+        return -1;
+    }
+    int sp[2], out[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
+        snprintf(err, cap, "sandbox: socketpair: %s", strerror(errno));
+        return -1;
+    }
+    if (pipe2(out, O_CLOEXEC) < 0) {
+        snprintf(err, cap, "sandbox: pipe: %s", strerror(errno));
+        close(sp[0]);
+        close(sp[1]);
+        return -1;
+    }
+    fflush(NULL);
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(err, cap, "sandbox: fork: %s", strerror(errno));
+        close(sp[0]); close(sp[1]); close(out[0]); close(out[1]);
+        return -1;
+    }
+    if (pid == 0) child_main(req, parent, sp[1], out[1]); /* never returns */
+    setpgid(pid, pid);
+    close(sp[1]);
+    close(out[1]);
+    fcntl(out[0], F_SETFL, O_NONBLOCK);
+    s->pid = pid;
+    s->ctl = sp[0];
+    s->out = out[0];
+    /* the header line: which isolation took effect */
+    struct pollfd pf = {.fd = s->ctl, .events = POLLIN};
+    char line[512];
+    ssize_t n = -1;
+    if (poll(&pf, 1, (int)(req->timeout_s * 1000)) == 1) n = recv(s->ctl, line, sizeof(line) - 1, 0);
+    if (n <= 0) {
+        snprintf(err, cap, "sandbox: the serving child did not start (%s)", n == 0 ? "it ended" : "no header");
+        kf_sandbox_srv_stop(s);
+        return -1;
+    }
+    line[n] = 0;
+    size_t hl = strlen(SANDBOX_HDR);
+    if (strncmp(line, SANDBOX_HDR, hl) != 0 || !strncmp(line + hl, "confine-failed ", 15)) {
+        char *nl = strchr(line, '\n');
+        if (nl) *nl = 0;
+        snprintf(err, cap, "sandbox: the serving child failed to start: %s", line);
+        kf_sandbox_srv_stop(s);
+        return -1;
+    }
+    sscanf(line + hl, "landlock=%d net=%d", &s->landlocked, &s->net_isolated);
+    return 0;
+}
+
+int kf_sandbox_srv_next(int ctl_fd, char *buf, size_t cap, size_t *len, int *report_fd)
+{
+    *report_fd = -1;
+    *len = 0;
+    for (;;) {
+        char cbuf[CMSG_SPACE(sizeof(int))];
+        struct iovec iov = {.iov_base = buf, .iov_len = cap - 1};
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
+        ssize_t n = recvmsg(ctl_fd, &mh, MSG_CMSG_CLOEXEC);
+        if (n < 0 && errno == EINTR) continue;
+        if (n == 0) return 0;
+        if (n < 0) return -1;
+        int fd = -1;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
+                memcpy(&fd, CMSG_DATA(c), sizeof(int));
+        if (fd < 0 || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+            if (fd >= 0) close(fd);
+            return -1;
+        }
+        buf[n] = 0;
+        *len = (size_t)n;
+        *report_fd = fd;
+        kf_sandbox_write_all(fd, SRV_ACCEPTED, strlen(SRV_ACCEPTED));
+        return 1;
+    }
+}
+
+void kf_sandbox_srv_stop(kf_sandbox_srv *s)
+{
+    if (!s) return;
+    if (s->ctl >= 0) close(s->ctl);
+    s->ctl = -1;
+    if (s->pid > 0) {
+        int st;
+        pid_t w = 0;
+        for (int i = 0; i < 200 && (w = waitpid(s->pid, &st, WNOHANG)) == 0; i++) {
+            struct timespec ts = {0, 10 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        kill_group(s->pid);
+        if (w == 0)
+            while (waitpid(s->pid, &st, 0) < 0 && errno == EINTR) {
+            }
+    }
+    s->pid = 0;
+    if (s->out >= 0) close(s->out);
+    s->out = -1;
+}
+
+/* The child is gone or must go: kill its group and reap; fill how/status. */
+static void srv_end(kf_sandbox_srv *s, kf_sandbox_res *res, int reaped, int status)
+{
+    kill_group(s->pid);
+    if (!reaped)
+        while (waitpid(s->pid, &status, 0) < 0 && errno == EINTR) {
+        }
+    if (res->how == KF_SANDBOX_EXITED) {
+        if (WIFSIGNALED(status)) {
+            res->how = KF_SANDBOX_SIGNALED;
+            res->signal = WTERMSIG(status);
+        } else {
+            res->exit_status = WEXITSTATUS(status);
+        }
+    }
+    s->pid = 0;
+    kf_sandbox_srv_stop(s);
+}
+
+int kf_sandbox_srv_call(kf_sandbox_srv *s, const void *msg, size_t len, const kf_sandbox_req *req,
+                        kf_sandbox_res *res)
+{
+    memset(res, 0, sizeof(*res));
+    res->how = KF_SANDBOX_FAILED;
+    res->not_served = 1;
+    if (!s || s->pid <= 0 || s->ctl < 0 || !req || req->timeout_s <= 0 || len > KF_SANDBOX_SRV_MSG) {
+        snprintf(res->err, sizeof(res->err), "sandbox: no serving child");
+        return -1;
+    }
+    int rep[2];
+    if (pipe2(rep, O_CLOEXEC) < 0) {
+        snprintf(res->err, sizeof(res->err), "sandbox: pipe: %s", strerror(errno));
+        return -1;
+    }
+    char cbuf[CMSG_SPACE(sizeof(int))];
+    memset(cbuf, 0, sizeof(cbuf));
+    struct iovec iov = {.iov_base = (void *)msg, .iov_len = len};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &rep[1], sizeof(int));
+    ssize_t sent;
+    while ((sent = sendmsg(s->ctl, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
+    }
+    close(rep[1]); /* the child holds the only write end now */
+    double t0 = kf_util_now_s();
+    if (sent != (ssize_t)len) {
+        snprintf(res->err, sizeof(res->err), "sandbox: the serving child is gone (%s)", strerror(errno));
+        close(rep[0]);
+        kf_sandbox_srv_stop(s);
+        return -1;
+    }
+    fcntl(rep[0], F_SETFL, O_NONBLOCK);
+    sink srep = {.limit = req->report_cap ? req->report_cap : (8u << 20)};
+    sink sout = {.limit = req->output_cap ? req->output_cap : (64u << 10)};
+    double deadline = t0 + req->timeout_s, next_tick = t0 + 1.0;
+    int status = 0, reaped = 0;
+    res->how = KF_SANDBOX_EXITED;
+    for (;;) {
+        struct pollfd pf[2] = {{.fd = rep[0], .events = POLLIN}, {.fd = s->out, .events = POLLIN}};
+        poll(pf, 2, 50);
+        drain(rep[0], &srep);
+        sout.eof = 0; /* the output pipe outlives this request */
+        drain(s->out, &sout);
+        if (srep.eof) break; /* report closed: served, or the child died */
+        pid_t w = waitpid(s->pid, &status, WNOHANG);
+        if (w == s->pid) {
+            reaped = 1;
+            break;
+        }
+        double now = kf_util_now_s();
+        if (now >= deadline) {
+            res->how = KF_SANDBOX_TIMEOUT;
+            break;
+        }
+        if (req->tick && now >= next_tick) {
+            next_tick = now + 1.0;
+            if (req->tick(req->tick_arg)) {
+                res->how = KF_SANDBOX_CANCELLED;
+                break;
+            }
+        }
+    }
+    size_t al = strlen(SRV_ACCEPTED), dl = strlen(SRV_DONE);
+    int accepted = srep.len >= al && !memcmp(srep.buf, SRV_ACCEPTED, al);
+    int done = srep.len >= al + dl && !memcmp(srep.buf + srep.len - dl, SRV_DONE, dl);
+    int alive = !reaped && res->how == KF_SANDBOX_EXITED && done;
+    if (!reaped && res->how == KF_SANDBOX_EXITED && !done) {
+        /* EOF without the done line: the child died (its descriptors close
+         * before it can be reaped: give it a second), or it closed the
+         * report without finishing it -- either way it serves no more */
+        for (int i = 0; i < 100 && !reaped; i++) {
+            if (waitpid(s->pid, &status, WNOHANG) == s->pid) reaped = 1;
+            else {
+                struct timespec ts = {0, 10 * 1000000L};
+                nanosleep(&ts, NULL);
+            }
+        }
+    }
+    if (!alive) {
+        drain(rep[0], &srep);
+        srv_end(s, res, reaped, status);
+    } else {
+        s->served++;
+    }
+    close(rep[0]);
+    res->wall_s = kf_util_now_s() - t0;
+    res->report_truncated = srep.truncated;
+    res->output_truncated = sout.truncated;
+    res->report = sink_take(&srep, &res->report_len);
+    res->output = sink_take(&sout, &res->output_len);
+    if (!res->report || !res->output) {
+        free(res->report);
+        free(res->output);
+        res->report = res->output = NULL;
+        res->how = KF_SANDBOX_FAILED;
+        snprintf(res->err, sizeof(res->err), "sandbox: out of memory");
+        return -1;
+    }
+    if (!accepted) {
+        res->how = KF_SANDBOX_FAILED;
+        snprintf(res->err, sizeof(res->err), "sandbox: the serving child ended before taking the request");
+        if (s->pid > 0) kf_sandbox_srv_stop(s);
+        return -1;
+    }
+    res->not_served = 0;
+    if (done) res->report_len -= dl;
+    res->report[res->report_len] = 0;
+    memmove(res->report, res->report + al, res->report_len - al + 1);
+    res->report_len -= al;
+    res->landlocked = s->landlocked;
+    res->net_isolated = s->net_isolated;
+    return 0;
 }

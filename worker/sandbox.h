@@ -106,6 +106,7 @@ typedef struct {
     char err[256];                  /* FAILED: why; or why confinement failed */
     int detached_pid;               /* detach_on_report_eof: the killed child still to be
                                      * reaped with kf_sandbox_reap (0: none) */
+    int not_served;                 /* kf_sandbox_srv_call: the request never ran */
 } kf_sandbox_res;
 
 /* Run req->fn in a confined child and wait for it (see above). Returns 0 and
@@ -145,5 +146,60 @@ int kf_sandbox_exec(char *const argv[]);
 /* For a run whose fn was kf_sandbox_exec: the errno of the failed exec when
  * the program could not be executed at all, else 0. */
 int kf_sandbox_exec_failed(const kf_sandbox_res *res);
+
+/* ---- a long-lived child that serves one request at a time ----
+ *
+ * The judge keeps its CUDA context and the task's warm runners between
+ * evaluations (issue 8) in one such child per GPU. kf_sandbox_srv_start
+ * forks a child set up exactly as kf_sandbox_run's (scratch_dir,
+ * fsize_limit, no_isolation, confine, write_dirs; fn and arg), except that
+ * its descriptor KF_SANDBOX_REPORT_FD is a SOCK_SEQPACKET control socket.
+ * fn serves: kf_sandbox_srv_next hands it each request (one message of up
+ * to KF_SANDBOX_SRV_MSG bytes) with a report descriptor of its own; what fn
+ * writes there is that request's report, complete when fn hands the
+ * descriptor to kf_sandbox_srv_done. fn returns when kf_sandbox_srv_next
+ * says the parent stopped. */
+#define KF_SANDBOX_SRV_MSG 65536
+
+typedef struct {
+    int pid;            /* the serving child (0: none) */
+    int ctl;            /* control socket, parent end */
+    int out;            /* the child's stdout+stderr */
+    int landlocked, net_isolated; /* what its header line said */
+    unsigned served;    /* requests answered */
+} kf_sandbox_srv;
+
+/* Start a serving child (see above). req->timeout_s bounds the wait for its
+ * header line. 0, or -1 with err (nothing left running). */
+int kf_sandbox_srv_start(const kf_sandbox_req *req, kf_sandbox_srv *s, char *err, size_t cap);
+
+/* Send one request (msg, len <= KF_SANDBOX_SRV_MSG) and collect its report
+ * as kf_sandbox_run would (req: timeout_s, tick, report_cap, output_cap;
+ * output is what the child printed during this request). Returns 0 and
+ * res->how:
+ *   EXITED (exit_status 0): the report is done (kf_sandbox_srv_done); the
+ *     child keeps serving;
+ *   TIMEOUT / CANCELLED: the child's group was killed, s is stopped;
+ *   SIGNALED / EXITED (status): the child died during the request, s stopped.
+ * Returns -1 (how = FAILED, s stopped) when the child did not take the
+ * request (dead, or it ended before accepting): nothing of the request ran
+ * and the caller may start a new child and send it again (res->not_served). */
+int kf_sandbox_srv_call(kf_sandbox_srv *s, const void *msg, size_t len, const kf_sandbox_req *req,
+                        kf_sandbox_res *res);
+
+/* Child side: wait for the next request. Returns 1 with the message in buf
+ * (NUL-terminated, *len bytes) and *report_fd (close-on-exec; close it when
+ * the report is complete), 0 when the parent closed the control socket, -1
+ * on a malformed request (none accepted). */
+int kf_sandbox_srv_next(int ctl_fd, char *buf, size_t cap, size_t *len, int *report_fd);
+
+/* Child side: the request's report is complete: write the done line and
+ * close report_fd. A report closed without it (the child died, or closed
+ * the descriptor itself) ends the child: the parent kills and reaps it. */
+void kf_sandbox_srv_done(int report_fd);
+
+/* Stop the serving child: close the control socket, give it 2 s to leave,
+ * then kill its group; reap it. No-op when none runs. */
+void kf_sandbox_srv_stop(kf_sandbox_srv *s);
 
 #endif

@@ -4,7 +4,9 @@
  * inherited descriptors, limits), what it can do (flood output, fork helpers
  * that outlive it, write outside scratch when Landlock is on), a confined
  * child (req.confine: facts reported and observed, a failure to confine is
- * reported and the callback never runs), and confined compiles: a source
+ * reported and the callback never runs), a serving child (kf_sandbox_srv_*:
+ * state kept between requests, a crash, a hang, a child gone between
+ * requests), and confined compiles: a source
  * that #includes or .incbin's a key file (or /etc/shadow) is a compile_error
  * whose log does not hold the file's content; `#line 1 "No space left on
  * device"` + #error is the candidate's compile_error, a compiler that fails
@@ -20,6 +22,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sys/socket.h>
@@ -237,6 +240,89 @@ static void compile_tests(kf_test_state *st)
     kf_util_rmtree(kdir);
 }
 
+/* A serving child: "echo X" answers "X #n" (n counts requests in this
+ * child: state kept between requests), "die" crashes mid-request, "hang"
+ * never answers, "quit" returns without taking the next one. */
+static int fn_serve(void *arg, int ctl)
+{
+    (void)arg;
+    char msg[KF_SANDBOX_SRV_MSG + 1];
+    size_t len;
+    int rfd, n = 0;
+    while (kf_sandbox_srv_next(ctl, msg, sizeof(msg), &len, &rfd) == 1) {
+        n++;
+        if (!strcmp(msg, "die")) raise(SIGSEGV);
+        if (!strcmp(msg, "hang")) for (;;) pause();
+        if (!strcmp(msg, "quit")) {
+            kf_sandbox_srv_done(rfd);
+            return 0;
+        }
+        printf("served %d\n", n);
+        fflush(stdout);
+        dprintf(rfd, "%s #%d\n", msg, n);
+        kf_sandbox_srv_done(rfd);
+    }
+    return 0;
+}
+
+static void serve_tests(kf_test_state *st)
+{
+    kf_sandbox_srv s;
+    kf_sandbox_res res;
+    char err[256];
+    kf_sandbox_req q = {.scratch_dir = scratch, .timeout_s = 10, .fn = fn_serve};
+    CHECK(st, kf_sandbox_srv_start(&q, &s, err, sizeof(err)) == 0, "srv start: %s", err);
+    int pid = s.pid;
+    for (int i = 1; i <= 3; i++) {
+        int rc = kf_sandbox_srv_call(&s, "echo", 4, &q, &res);
+        char want[32];
+        snprintf(want, sizeof(want), "echo #%d\n", i);
+        CHECK(st, rc == 0 && res.how == KF_SANDBOX_EXITED && res.report && !strcmp(res.report, want),
+              "srv call %d: rc %d how %d report '%s'", i, rc, res.how, res.report);
+        CHECK(st, res.output && strstr(res.output, "served"), "srv call %d output '%s'", i, res.output);
+        kf_sandbox_res_free(&res);
+    }
+    CHECK(st, s.pid == pid && s.served == 3, "srv: one child served all (%d vs %d, %u)", s.pid, pid, s.served);
+    /* a crash during a request: SIGNALED, the child reaped, s stopped */
+    int rc = kf_sandbox_srv_call(&s, "die", 3, &q, &res);
+    CHECK(st, rc == 0 && res.how == KF_SANDBOX_SIGNALED && res.signal == SIGSEGV && s.pid == 0,
+          "srv die: rc %d how %d sig %d pid %d", rc, res.how, res.signal, s.pid);
+    CHECK(st, waitpid(pid, NULL, WNOHANG) < 0 && errno == ECHILD, "srv die: child not reaped");
+    kf_sandbox_res_free(&res);
+    /* nothing running: not served, and said so */
+    rc = kf_sandbox_srv_call(&s, "echo", 4, &q, &res);
+    CHECK(st, rc == -1 && res.not_served && res.how == KF_SANDBOX_FAILED, "srv dead: rc %d not_served %d", rc,
+          res.not_served);
+    kf_sandbox_res_free(&res);
+    /* a hang: the timeout kills the child */
+    CHECK(st, kf_sandbox_srv_start(&q, &s, err, sizeof(err)) == 0, "srv restart: %s", err);
+    kf_sandbox_req qt = q;
+    qt.timeout_s = 0.5;
+    double t0 = kf_util_now_s();
+    rc = kf_sandbox_srv_call(&s, "hang", 4, &qt, &res);
+    double dt = kf_util_now_s() - t0;
+    CHECK(st, rc == 0 && res.how == KF_SANDBOX_TIMEOUT && s.pid == 0 && dt < 3, "srv hang: rc %d how %d %.2f s", rc,
+          res.how, dt);
+    kf_sandbox_res_free(&res);
+    /* a child that ended between requests: the next one is not served (the
+     * caller starts another and sends it again) */
+    CHECK(st, kf_sandbox_srv_start(&q, &s, err, sizeof(err)) == 0, "srv restart 2: %s", err);
+    rc = kf_sandbox_srv_call(&s, "quit", 4, &q, &res);
+    CHECK(st, rc == 0 && res.how == KF_SANDBOX_EXITED, "srv quit: rc %d how %d", rc, res.how);
+    kf_sandbox_res_free(&res);
+    struct timespec ts = {0, 100 * 1000000L};
+    nanosleep(&ts, NULL);
+    rc = kf_sandbox_srv_call(&s, "echo", 4, &q, &res);
+    CHECK(st, rc == -1 && res.not_served, "srv after quit: rc %d not_served %d how %d", rc, res.not_served, res.how);
+    kf_sandbox_res_free(&res);
+    kf_sandbox_srv_stop(&s);
+    /* stop ends a live child */
+    CHECK(st, kf_sandbox_srv_start(&q, &s, err, sizeof(err)) == 0, "srv restart 3: %s", err);
+    pid = s.pid;
+    kf_sandbox_srv_stop(&s);
+    CHECK(st, s.pid == 0 && waitpid(pid, NULL, WNOHANG) < 0 && errno == ECHILD, "srv stop: child left");
+}
+
 static int tick_cancel(void *arg)
 {
     int *n = arg;
@@ -276,6 +362,8 @@ int main(void)
               res.detached_pid);
         kf_sandbox_res_free(&res);
     }
+
+    serve_tests(&st);
 
     run(fn_segv, NULL, 10, &res);
     CHECK(&st, res.how == KF_SANDBOX_SIGNALED && res.signal == SIGSEGV, "how %d signal %d", res.how, res.signal);
