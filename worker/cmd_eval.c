@@ -32,6 +32,7 @@
  * is too slow for this machine: no verdict is printed, it is not the
  * candidate's).
  */
+#include "device.h"
 #include "judge.h"
 #include "kf_eval.h"
 #include "kf_task.h"
@@ -102,6 +103,14 @@ static int run_each(FILE *f, const kf_eval_req *base, int json_out, int per_eval
     char err[512];
     if (!per_eval && !(srv = kf_judge_srv_new(base->work_dir, err, sizeof(err))))
         fprintf(stderr, "kfarm-worker eval: no serving judge (%s): one judge per evaluation\n", err);
+    /* the GPU's sm_XY once, not per evaluation (as kfarm-worker run does) */
+    kf_device dev;
+    char classes[8][128];
+    int ncls = 0;
+    const char *arch = base->arch;
+    if (!arch && kf_device_discover(&dev, base->gpu_index, classes, 8, &ncls, err, sizeof(err)) == 0 &&
+        !strcmp(dev.backend, "cuda") && dev.arch[0])
+        arch = dev.arch;
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
@@ -114,6 +123,7 @@ static int run_each(FILE *f, const kf_eval_req *base, int json_out, int per_eval
         if (nt == 0 || tok[0][0] == '#') continue;
         kf_eval_req req = *base;
         req.judge_srv = srv;
+        req.arch = arch;
         const char *why = NULL;
         char pwhy[1024] = "";
         json_t *defs = json_object();

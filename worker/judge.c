@@ -236,6 +236,7 @@ static void keeper_drop_warm(keeper *k);
 __attribute__((noreturn)) static void keeper_end(judge *j, int keep_task, const char *blame)
 {
     keeper *k = j->keep;
+    if (j->dev) j->be->sync(j->dev); /* nothing queued may touch an arena freed below */
     for (int i = 0; i < KF_MAX_TENSORS; i++) free(j->vhost[i]);
     free(j->tsb);
     free(j->tsc);

@@ -26,7 +26,10 @@ Cases that need their own environment ("env", "secrets") or a broken task
 ("task_dir_valid": false) are left to run_cases.sh.
 
 Env: KFARM_BIN (build dir with kfarm-worker), KFARM_SRC (repo root),
-CASES="a b" (a subset).
+CASES="a b" (a subset), CASES_DIR (default tests/cases; tests/cases_cuda on
+a GPU: its cases with an "arch" of their own are left to tools/gpu-check,
+and its per-case checks beyond cases.py -- mincand_us, baseline_like,
+candidate_like -- are not applied here).
 """
 import json, os, subprocess, sys, tempfile, time
 
@@ -36,7 +39,7 @@ sys.path.insert(0, os.path.join(SRC, "tests", "cases"))
 import cases  # noqa: E402
 
 # The known-good candidate of each task (a case folder whose verdict is "ok").
-GOOD = {"tests/tasks/softmax_rows_f32": "good", "tests/tasks/axpy_f32": "good_axpy"}
+GOOD = {"tests/tasks/softmax_rows_f32": "good", "tests/tasks/axpy_f32": "good_axpy", "tests/cases_cuda/task": "good"}
 
 
 def main():
@@ -45,16 +48,21 @@ def main():
         print("run_cases_served: %s not found (set KFARM_BIN)" % worker)
         return 2
     only = set((os.environ.get("CASES") or "").split())
-    cdir = os.path.join(SRC, "tests", "cases")
+    cdir = os.path.join(SRC, os.environ.get("CASES_DIR") or "tests/cases")
+    no_process = {"kfcase-daemon"}
     plan = []  # (label, case.json path, line, is_follow_up)
     for name in sorted(os.listdir(cdir)):
         cj = os.path.join(cdir, name, "case.json")
         if not os.path.isfile(cj) or (only and name not in only):
             continue
         c = cases.load(cj)
-        if c.get("env") or c.get("secrets") or c.get("task_dir_valid") is False:
+        if c.get("env") or c.get("secrets") or c.get("task_dir_valid") is False or c.get("arch"):
             continue
+        if c.get("no_process"):
+            no_process.add(c["no_process"])
         src = os.path.join(SRC, c["candidate"]) if c.get("candidate") else os.path.join(cdir, name, "candidate.c")
+        if not os.path.exists(src):
+            src = src[:-2] + ".cu"
         defs = ["%s=%s" % kv for kv in sorted((c.get("defines") or {}).items())]
         for seed in (c.get("seeds") or [7])[:1]:  # every seed runs in run_cases.sh
             opts = ["--seed=%d" % int(seed)]
@@ -65,9 +73,11 @@ def main():
             good = GOOD.get(c["task"])
             if good and good != name:
                 gj = os.path.join(cdir, good, "case.json")
+                gsrc = os.path.join(cdir, good, "candidate.c")
+                if not os.path.exists(gsrc):
+                    gsrc = gsrc[:-2] + ".cu"
                 plan.append(("%s>%s" % (label, good), gj,
-                             "%s %s --seed=%d" % (os.path.join(SRC, c["task"]), os.path.join(cdir, good, "candidate.c"),
-                                                 int(seed) + 1), True))
+                             "%s %s --seed=%d" % (os.path.join(SRC, c["task"]), gsrc, int(seed) + 1), True))
     if not plan:
         print("run_cases_served: no cases")
         return 2
@@ -135,11 +145,11 @@ def main():
             continue
         comm = st[st.index("(") + 1:st.rindex(")")]
         fields = st[st.rindex(")") + 2:].split()
-        if comm == "kfcase-daemon" and fields[0] not in "ZX" and int(fields[19]) + 1 >= ticks0:
+        if comm in no_process and fields[0] not in "ZX" and int(fields[19]) + 1 >= ticks0:
             left.append(pid)
     if left:
         fail.append("procs_left")
-        print("FAIL procs_left: kfcase-daemon outlived its evaluation (pids %s)" % " ".join(left))
+        print("FAIL procs_left: %s outlived its evaluation (pids %s)" % ("/".join(sorted(no_process)), " ".join(left)))
         for pid in left:
             try:
                 os.kill(int(pid), 9)
