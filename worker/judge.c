@@ -71,6 +71,7 @@
 #include "kf_verdict.h"
 #include "rproto.h"
 #include "sandbox.h"
+#include "compile.h" /* kf_compile_copy_file */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -88,6 +89,7 @@
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -138,6 +140,17 @@ typedef struct {
     char key[65];            /* what they run: sha256 over both shared objects, the runner, the arena size */
     int broken;              /* the last evaluation ended with blame task or worker: serve no more */
     unsigned evals;
+    /* The next evaluation's candidate runner, started (process, confinement,
+     * CUDA context) right after the last report while the worker prepares
+     * the next request; it loads nothing until that request's shared object
+     * is copied to next_so. */
+    runner next;             /* pid 0: none */
+    char next_so[PATH_MAX];  /* where it will dlopen the candidate */
+    char runner_hash[65];    /* sha256 of the runner binary it runs (runner_copy) */
+    char rdir[PATH_MAX];     /* the server's runner folder: /tmp/kfarm-run-XXXXXX (0711), "" = none */
+    char runner_copy[PATH_MAX + 32];
+    int reap;                /* the last candidate's runner: killed, not yet reaped (0: none) */
+    unsigned next_seq;       /* names the pre-started runners' folders */
 } keeper;
 
 /* Where tensors lie for one shape (same offsets in every arena). */
@@ -229,6 +242,112 @@ static void runner_release(judge *j, runner *r)
 }
 
 static void keeper_drop_warm(keeper *k);
+static int runner_spawn(judge *j, int role, char *err, size_t cap);
+
+/* After a served evaluation's report: start the next evaluation's candidate
+ * runner now (see keeper.next), with this one's arena size and a folder of
+ * its own under the server's runner folder. Best effort: on any failure the
+ * next evaluation starts its runner itself. */
+static void prespawn(judge *j)
+{
+    keeper *k = j->keep;
+    /* the runner binary: the server's own copy (keep_runner_copy), made
+     * while the request's copy existed: that one goes with the request's
+     * folder as soon as the report is in */
+    if (!k->runner_hash[0]) return;
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%.3000s/cand-%u", k->rdir, ++k->next_seq);
+    if (mkdir(dir, 0755) != 0) return;
+    chmod(dir, 0755);
+    snprintf(k->next_so, sizeof(k->next_so), "%.3000s/candidate.so", dir);
+    kf_judge_cfg pc = *j->cfg;
+    pc.so[R_CAND] = k->next_so;
+    pc.runner_path = k->runner_copy;
+    const kf_judge_cfg *was = j->cfg;
+    j->cfg = &pc;
+    char err[256];
+    int rc = runner_spawn(j, R_CAND, err, sizeof(err));
+    j->cfg = was;
+    if (rc != 0) {
+        runner *r = &j->r[R_CAND];
+        if (r->pid > 0) {
+            kill(r->pid, SIGKILL);
+            waitpid(r->pid, NULL, 0);
+        }
+        runner_release(j, r);
+        kf_util_rmtree(dir);
+        return;
+    }
+    k->next = j->r[R_CAND];
+    memset(&j->r[R_CAND], 0, sizeof(j->r[R_CAND]));
+}
+
+/* Keep the server's copy of the runner binary (path, sha256 hash) the same
+ * as this evaluation's: pre-started runners run it. 0, or -1 (none kept). */
+static int keep_runner_copy(judge *j, const char *hash)
+{
+    keeper *k = j->keep;
+    if (!strcmp(hash, k->runner_hash)) return 0;
+    k->runner_hash[0] = 0;
+    if (!k->rdir[0]) {
+        const char *rroot = getenv("KFARM_RUNNER_TMP");
+        if (!rroot || !*rroot) rroot = "/tmp";
+        snprintf(k->rdir, sizeof(k->rdir), "%s/kfarm-run-XXXXXX", rroot);
+        if (!mkdtemp(k->rdir)) {
+            k->rdir[0] = 0;
+            return -1;
+        }
+        chmod(k->rdir, 0711);
+    }
+    snprintf(k->runner_copy, sizeof(k->runner_copy), "%s/%s", k->rdir, j->be->runner_name);
+    unlink(k->runner_copy);
+    if (kf_compile_copy_file(j->cfg->runner_path, k->runner_copy) != 0 || chmod(k->runner_copy, 0755) != 0) return -1;
+    snprintf(k->runner_hash, sizeof(k->runner_hash), "%s", hash);
+    return 0;
+}
+
+/* The pre-started candidate runner is not used: kill it, free its arena,
+ * remove its folder. */
+static void drop_next(keeper *k)
+{
+    runner *r = &k->next;
+    if (r->pid <= 0) return;
+    kill(r->pid, SIGKILL);
+    waitpid(r->pid, NULL, 0);
+    judge tmp;
+    memset(&tmp, 0, sizeof(tmp));
+    tmp.be = k->be;
+    tmp.dev = k->dev;
+    runner_release(&tmp, r);
+    memset(r, 0, sizeof(*r));
+    r->cmd_w = r->rep_r = r->out_r = r->arena.fd = -1;
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s", k->next_so);
+    char *sl = strrchr(dir, '/');
+    if (sl) {
+        *sl = 0;
+        kf_util_rmtree(dir);
+    }
+}
+
+/* Take the pre-started candidate runner for this evaluation when it fits
+ * (same arena size and runner binary, still alive and owing nothing): copy
+ * the candidate's shared object where it will load it. 1 taken, 0 not. */
+static int take_next(judge *j, const char *runner_hash)
+{
+    keeper *k = j->keep;
+    runner *r = &k->next;
+    if (r->pid <= 0) return 0;
+    if (r->arena.bytes != j->arena_bytes || strcmp(runner_hash, k->runner_hash) != 0 || !runner_reusable(r) ||
+        kf_compile_copy_file(j->cfg->so[R_CAND], k->next_so) != 0 || chmod(k->next_so, 0644) != 0) {
+        drop_next(k);
+        return 0;
+    }
+    j->r[R_CAND] = *r;
+    memset(r, 0, sizeof(*r));
+    r->cmd_w = r->rep_r = r->out_r = r->arena.fd = -1;
+    return 1;
+}
 
 /* After the report of a served evaluation: free what was this
  * evaluation's, hand the task's runners back to the keeper when they are
@@ -252,6 +371,7 @@ __attribute__((noreturn)) static void keeper_end(judge *j, int keep_task, const 
         k->key[0] = 0;
     }
     if (strcmp(blame, "none") && strcmp(blame, "candidate")) k->broken = 1;
+    if (!k->broken && keep_task) prespawn(j);
     longjmp(k->jb, 1);
 }
 
@@ -287,7 +407,19 @@ __attribute__((noreturn, format(printf, 4, 5))) static void finish(judge *j, kf_
      * alive and owing no answer); the candidate's runner always dies */
     int keep_task = j->keep && (!strcmp(blame, "none") || !strcmp(blame, "candidate")) &&
                     runner_reusable(&j->r[R_REF]) && runner_reusable(&j->r[R_BASE]);
-    kill_runners(j, keep_task ? 1u << R_CAND : 7u);
+    if (j->keep && keep_task) {
+        /* the candidate's runner is killed; its exit (a CUDA context torn
+         * down) is reaped before the next evaluation starts, overlapping
+         * with the worker's handling of this report */
+        runner *c = &j->r[R_CAND];
+        if (c->pid > 0 && !c->dead) {
+            kill(c->pid, SIGKILL);
+            j->keep->reap = c->pid;
+            c->dead = 1;
+        }
+    } else {
+        kill_runners(j, 7u);
+    }
     json_object_set_new(j->metrics, "runners", runners_json(j));
     /* the secret is revealed only now: the candidate's runner is dead (a
      * serving judge's task runners, the task's own code, stay) */
@@ -1779,7 +1911,7 @@ static void judge_init(judge *j, const kf_judge_cfg *cfg, int report_fd)
 
 /* The identity of the task's runners: sha256 over both shared objects, the
  * runner binary and the arena size. 0, or -1 when a file is unreadable. */
-static int task_key(judge *j, char out[65])
+static int task_key(judge *j, char out[65], char runner_hash[65])
 {
     char hex[4][65];
     const char *paths[3] = {j->cfg->so[R_REF], j->cfg->so[R_BASE], j->cfg->runner_path};
@@ -1794,6 +1926,7 @@ static int task_key(judge *j, char out[65])
     snprintf(all, sizeof(all), "%s %s %s %llu %s", hex[0], hex[1], hex[2], (unsigned long long)j->arena_bytes,
              j->be->name);
     kf_util_sha256_hex(all, strlen(all), out);
+    memcpy(runner_hash, hex[2], 65);
     return 0;
 }
 
@@ -1831,6 +1964,10 @@ __attribute__((noreturn)) static void judge_body(judge *j)
     const kf_judge_cfg *cfg = j->cfg;
     keeper *k = j->keep;
     char err[512];
+    if (k && k->reap > 0) { /* the last candidate's runner is gone before this one starts */
+        waitpid(k->reap, NULL, 0);
+        k->reap = 0;
+    }
     progress(j, "open device");
     if (k && k->dev) {
         j->dev = k->dev; /* a serving judge's context, still open */
@@ -1880,9 +2017,9 @@ __attribute__((noreturn)) static void judge_body(judge *j)
     /* a serving judge reuses the task's runners of the last evaluation when
      * they run the same code with the same arena */
     int warm = 0;
-    char key[65] = "";
+    char key[65] = "", rhash[65] = "";
     if (k) {
-        if (task_key(j, key) != 0)
+        if (task_key(j, key, rhash) != 0)
             finish(j, KF_INFRA_ERROR, "worker", "judge: cannot read the shared objects: %s", strerror(errno));
         warm = k->key[0] && !strcmp(k->key, key) && warm_ok(&k->warm[0]) && warm_ok(&k->warm[1]);
         if (warm) {
@@ -1909,7 +2046,11 @@ __attribute__((noreturn)) static void judge_body(judge *j)
     if (k) json_object_set_new(sj, "judge_evaluation", json_integer(k->evals + 1));
     double ts = kf_util_now_s();
     static const int order[3] = {R_REF, R_BASE, R_CAND};
-    for (int q = warm ? 2 : 0; q < 3; q++) {
+    int cand_ready = warm && take_next(j, rhash); /* started after the last report */
+    if (k) keep_runner_copy(j, rhash); /* for the next one's pre-start */
+    if (k && !cand_ready) drop_next(k);
+    json_object_set_new(sj, "candidate_prestarted", json_boolean(cand_ready));
+    for (int q = warm ? 2 : 0; q < (cand_ready ? 2 : 3); q++) {
         progress(j, "start %s", role_name[order[q]]);
         if (runner_spawn(j, order[q], err, sizeof(err)) != 0) finish(j, KF_INFRA_ERROR, "worker", "judge: %s", err);
     }
@@ -2097,6 +2238,7 @@ int kf_judge_serve(void *arg, int ctl_fd)
     char *msg = malloc(KF_SANDBOX_SRV_MSG + 1);
     if (!k || !msg) return 1;
     for (int i = 0; i < 2; i++) k->warm[i].cmd_w = k->warm[i].rep_r = k->warm[i].out_r = k->warm[i].arena.fd = -1;
+    k->next.cmd_w = k->next.rep_r = k->next.out_r = k->next.arena.fd = -1;
     for (;;) {
         size_t len;
         int rfd;
@@ -2124,6 +2266,9 @@ int kf_judge_serve(void *arg, int ctl_fd)
         if (k->broken || k->evals >= SERVE_MAX_EVALS) break;
     }
     keeper_drop_warm(k);
+    drop_next(k);
+    if (k->reap > 0) waitpid(k->reap, NULL, 0);
+    if (k->rdir[0]) kf_util_rmtree(k->rdir);
     if (k->master.bytes && k->be) k->be->arena_free(k->dev, &k->master);
     if (k->dev) k->be->close(k->dev);
     free(k);

@@ -91,7 +91,7 @@ def main():
                          text=True)
     p.stdin.write("".join(line + "\n" for _, _, line, _ in plan))
     p.stdin.close()
-    fail, passed, reused, prev_warmable = [], 0, 0, False
+    fail, passed, reused, prestarted, prev_warmable = [], 0, 0, 0, False
     for label, cj, line, follow in plan:
         t = time.time()
         out = p.stdout.readline()
@@ -118,6 +118,7 @@ def main():
             # the case ended on its candidate: the task's runners must have served this one
             if setup.get("warm_task_runners") is True:
                 reused += 1
+                prestarted += setup.get("candidate_prestarted") is True
             else:
                 fail.append(label + ":not_reused")
                 print("FAIL %s: the task's runners were not reused after a case that ended on the candidate "
@@ -155,12 +156,15 @@ def main():
                 os.kill(int(pid), 9)
             except OSError:
                 pass
+    if reused and not prestarted:
+        fail.append("never_prestarted")
+        print("FAIL never_prestarted: no candidate ran in a runner started after the last report")
     if reused == 0:
         fail.append("never_reused")
         print("FAIL never_reused: no evaluation ran on warm task runners: the serving path was not exercised")
     subprocess.run(["rm", "-rf", tmp])
-    print("run_cases_served: %d evaluations in %.0f s, %d on reused task runners after a hostile case" % (
-        len(plan), time.time() - t0, reused))
+    print("run_cases_served: %d evaluations in %.0f s, %d on reused task runners after a hostile case (%d of them "
+          "in a candidate runner started in advance)" % (len(plan), time.time() - t0, reused, prestarted))
     if fail:
         print("failed: " + " ".join(fail))
     print("%d passed, %d failed" % (passed, len(fail)))
