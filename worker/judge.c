@@ -151,6 +151,7 @@ typedef struct {
     char runner_copy[PATH_MAX + 32];
     int reap;                /* the last candidate's runner: killed, not yet reaped (0: none) */
     unsigned next_seq;       /* names the pre-started runners' folders */
+    char next_why[160];      /* why there is no pre-started runner ("" when there is one) */
 } keeper;
 
 /* Where tensors lie for one shape (same offsets in every arena). */
@@ -254,10 +255,16 @@ static void prespawn(judge *j)
     /* the runner binary: the server's own copy (keep_runner_copy), made
      * while the request's copy existed: that one goes with the request's
      * folder as soon as the report is in */
-    if (!k->runner_hash[0]) return;
+    if (!k->runner_hash[0]) {
+        snprintf(k->next_why, sizeof(k->next_why), "no copy of the runner binary");
+        return;
+    }
     char dir[PATH_MAX];
     snprintf(dir, sizeof(dir), "%.3000s/cand-%u", k->rdir, ++k->next_seq);
-    if (mkdir(dir, 0755) != 0) return;
+    if (mkdir(dir, 0755) != 0) {
+        snprintf(k->next_why, sizeof(k->next_why), "mkdir %.80s: %s", dir, strerror(errno));
+        return;
+    }
     chmod(dir, 0755);
     snprintf(k->next_so, sizeof(k->next_so), "%.3000s/candidate.so", dir);
     kf_judge_cfg pc = *j->cfg;
@@ -269,6 +276,7 @@ static void prespawn(judge *j)
     int rc = runner_spawn(j, R_CAND, err, sizeof(err));
     j->cfg = was;
     if (rc != 0) {
+        snprintf(k->next_why, sizeof(k->next_why), "start: %.140s", err);
         runner *r = &j->r[R_CAND];
         if (r->pid > 0) {
             kill(r->pid, SIGKILL);
@@ -280,6 +288,7 @@ static void prespawn(judge *j)
     }
     k->next = j->r[R_CAND];
     memset(&j->r[R_CAND], 0, sizeof(j->r[R_CAND]));
+    k->next_why[0] = 0;
 }
 
 /* Keep the server's copy of the runner binary (path, sha256 hash) the same
@@ -337,9 +346,17 @@ static int take_next(judge *j, const char *runner_hash)
 {
     keeper *k = j->keep;
     runner *r = &k->next;
-    if (r->pid <= 0) return 0;
-    if (r->arena.bytes != j->arena_bytes || strcmp(runner_hash, k->runner_hash) != 0 || !runner_reusable(r) ||
-        kf_compile_copy_file(j->cfg->so[R_CAND], k->next_so) != 0 || chmod(k->next_so, 0644) != 0) {
+    if (r->pid <= 0) {
+        if (!k->next_why[0]) snprintf(k->next_why, sizeof(k->next_why), "none started");
+        return 0;
+    }
+    const char *why = r->arena.bytes != j->arena_bytes ? "another arena size"
+                      : strcmp(runner_hash, k->runner_hash) != 0 ? "another runner binary"
+                      : !runner_reusable(r) ? "it died or owes an answer"
+                      : kf_compile_copy_file(j->cfg->so[R_CAND], k->next_so) != 0 ? "cannot copy the shared object"
+                      : chmod(k->next_so, 0644) != 0 ? "cannot chmod the shared object" : NULL;
+    if (why) {
+        snprintf(k->next_why, sizeof(k->next_why), "%s", why);
         drop_next(k);
         return 0;
     }
@@ -2050,6 +2067,7 @@ __attribute__((noreturn)) static void judge_body(judge *j)
     if (k) keep_runner_copy(j, rhash); /* for the next one's pre-start */
     if (k && !cand_ready) drop_next(k);
     json_object_set_new(sj, "candidate_prestarted", json_boolean(cand_ready));
+    if (k && warm && !cand_ready) json_object_set_new(sj, "candidate_not_prestarted", json_string(k->next_why));
     for (int q = warm ? 2 : 0; q < (cand_ready ? 2 : 3); q++) {
         progress(j, "start %s", role_name[order[q]]);
         if (runner_spawn(j, order[q], err, sizeof(err)) != 0) finish(j, KF_INFRA_ERROR, "worker", "judge: %s", err);

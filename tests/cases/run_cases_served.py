@@ -91,7 +91,7 @@ def main():
                          text=True)
     p.stdin.write("".join(line + "\n" for _, _, line, _ in plan))
     p.stdin.close()
-    fail, passed, reused, prestarted, prev_warmable = [], 0, 0, 0, False
+    fail, passed, reused, prestarted, prev_warmable, why_not = [], 0, 0, 0, False, {}
     for label, cj, line, follow in plan:
         t = time.time()
         out = p.stdout.readline()
@@ -119,6 +119,8 @@ def main():
             if setup.get("warm_task_runners") is True:
                 reused += 1
                 prestarted += setup.get("candidate_prestarted") is True
+                if setup.get("candidate_not_prestarted"):
+                    why_not[setup["candidate_not_prestarted"]] = why_not.get(setup["candidate_not_prestarted"], 0) + 1
             else:
                 fail.append(label + ":not_reused")
                 print("FAIL %s: the task's runners were not reused after a case that ended on the candidate "
@@ -158,7 +160,8 @@ def main():
                 pass
     if reused and not prestarted:
         fail.append("never_prestarted")
-        print("FAIL never_prestarted: no candidate ran in a runner started after the last report")
+        print("FAIL never_prestarted: no candidate ran in a runner started after the last report (why: %s)" %
+              json.dumps(why_not))
     if reused == 0:
         fail.append("never_reused")
         print("FAIL never_reused: no evaluation ran on warm task runners: the serving path was not exercised")
