@@ -259,6 +259,10 @@ static void prespawn(judge *j)
         snprintf(k->next_why, sizeof(k->next_why), "no copy of the runner binary");
         return;
     }
+    if (k->reap > 0) { /* what the killed candidate held (device memory) is free first */
+        waitpid(k->reap, NULL, 0);
+        k->reap = 0;
+    }
     char dir[PATH_MAX];
     snprintf(dir, sizeof(dir), "%.3000s/cand-%u", k->rdir, ++k->next_seq);
     if (mkdir(dir, 0755) != 0) {
@@ -350,7 +354,9 @@ static int take_next(judge *j, const char *runner_hash)
         if (!k->next_why[0]) snprintf(k->next_why, sizeof(k->next_why), "none started");
         return 0;
     }
-    const char *why = r->arena.bytes != j->arena_bytes ? "another arena size"
+    /* arenas are rounded up to the backend's granularity: compare with the
+     * task's runners', made for this same size */
+    const char *why = r->arena.bytes != j->r[R_REF].arena.bytes ? "another arena size"
                       : strcmp(runner_hash, k->runner_hash) != 0 ? "another runner binary"
                       : !runner_reusable(r) ? "it died or owes an answer"
                       : kf_compile_copy_file(j->cfg->so[R_CAND], k->next_so) != 0 ? "cannot copy the shared object"
