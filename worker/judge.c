@@ -245,10 +245,13 @@ static void runner_release(judge *j, runner *r)
 static void keeper_drop_warm(keeper *k);
 static int runner_spawn(judge *j, int role, char *err, size_t cap);
 
-/* After a served evaluation's report: start the next evaluation's candidate
- * runner now (see keeper.next), with this one's arena size and a folder of
- * its own under the server's runner folder. Best effort: on any failure the
- * next evaluation starts its runner itself. */
+/* Start the next evaluation's candidate runner (see keeper.next) once this
+ * evaluation's candidate has loaded, so that its process, confinement and
+ * CUDA context (~0.15 s on the H200) are ready by the next request: with this
+ * evaluation's arena size and a folder of its own under the server's runner
+ * folder. It is made before validation, never during timing, and then
+ * waits, idle, for a LOAD. Best effort: on any failure the next evaluation
+ * starts its runner itself. */
 static void prespawn(judge *j)
 {
     keeper *k = j->keep;
@@ -275,6 +278,9 @@ static void prespawn(judge *j)
     pc.so[R_CAND] = k->next_so;
     pc.runner_path = k->runner_copy;
     const kf_judge_cfg *was = j->cfg;
+    runner *cand = malloc(sizeof(runner)); /* this evaluation's candidate, aside while the slot is used */
+    if (!cand) return;
+    *cand = j->r[R_CAND];
     j->cfg = &pc;
     char err[256];
     int rc = runner_spawn(j, R_CAND, err, sizeof(err));
@@ -288,11 +294,12 @@ static void prespawn(judge *j)
         }
         runner_release(j, r);
         kf_util_rmtree(dir);
-        return;
+    } else {
+        k->next = j->r[R_CAND];
+        k->next_why[0] = 0;
     }
-    k->next = j->r[R_CAND];
-    memset(&j->r[R_CAND], 0, sizeof(j->r[R_CAND]));
-    k->next_why[0] = 0;
+    j->r[R_CAND] = *cand;
+    free(cand);
 }
 
 /* Keep the server's copy of the runner binary (path, sha256 hash) the same
@@ -394,7 +401,6 @@ __attribute__((noreturn)) static void keeper_end(judge *j, int keep_task, const 
         k->key[0] = 0;
     }
     if (strcmp(blame, "none") && strcmp(blame, "candidate")) k->broken = 1;
-    if (!k->broken && keep_task) prespawn(j);
     longjmp(k->jb, 1);
 }
 
@@ -2096,6 +2102,11 @@ __attribute__((noreturn)) static void judge_body(judge *j)
     double cload = kf_util_now_s() - ts;
     j->cand_used_s += cload;
     json_object_set_new(sj, "candidate_loaded_s", json_real(cload));
+    if (k && k->next.pid <= 0) {
+        double tp = kf_util_now_s();
+        prespawn(j); /* the next evaluation's candidate runner */
+        json_object_set_new(sj, "next_prestart_s", json_real(kf_util_now_s() - tp));
+    }
     json_object_set_new(j->metrics, "setup", sj);
     runner *C = &j->r[R_CAND];
     if (j->be->freeze_runners) {
