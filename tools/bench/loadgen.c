@@ -728,7 +728,7 @@ static int setup_history(kf_db *db, int64_t cid, long h, char *err, size_t errle
     snprintf(id, sizeof(id), "%lld", (long long)cid);
     snprintf(n, sizeof(n), "%ld", h);
     const char *p[2] = { id, n };
-    const char *pm[3] = { id, n, METRICS };
+    const char *pm[2] = { id, METRICS };
     if (kf_db_cmd(db,
             "INSERT INTO candidates (campaign_id, source, sha256, defines, parent_id, proposer, created_at) "
             "SELECT s.campaign_id, s.source, s.sha256, jsonb_build_object('HIST', g::text), s.id, 'human',"
@@ -756,7 +756,7 @@ static int setup_history(kf_db *db, int64_t cid, long h, char *err, size_t errle
             "   cv, speedup_lo, speedup_hi) "
             "SELECT j.id, j.candidate_id, j.attempts, j.worker_id, j.fencing_token, v.verdict,"
             "   CASE WHEN v.verdict <> 'ok' THEN 'loadgen history: ' || v.verdict END,"
-            "   CASE WHEN v.verdict = 'ok' THEN $3::jsonb END,"
+            "   CASE WHEN v.verdict = 'ok' THEN $2::jsonb END,"
             "   CASE WHEN v.verdict = 'ok' THEN 100 / v.sp END, CASE WHEN v.verdict = 'ok' THEN 100 END,"
             "   CASE WHEN v.verdict = 'ok' THEN v.sp END,"
             "   CASE WHEN v.verdict = 'compile_error' THEN 'candidate.c:12:5: error: expected'';'' before ''}'' token' END,"
@@ -767,7 +767,7 @@ static int setup_history(kf_db *db, int64_t cid, long h, char *err, size_t errle
             "   WHEN j.id % 100 < 90 THEN 'runtime_error' WHEN j.id % 100 < 96 THEN 'timeout'"
             "   ELSE 'load_error' END AS verdict,"
             "   0.5 + 1.5 * ((j.id * 7919) % 10007) / 10007.0 AS sp) v "
-            "WHERE j.campaign_id = $1::bigint AND j.state = 'done'", 3, pm, err, errlen) < 0)
+            "WHERE j.campaign_id = $1::bigint AND j.state = 'done'", 2, pm, err, errlen) < 0)
         return -1;
     return 0;
 }
