@@ -149,16 +149,21 @@ static int do_status(kf_db *db, const char *name)
     snprintf(ids, sizeof(ids), "%lld", id);
     const char *p[1] = { ids };
     PGresult *r = kf_db_exec(db,
+        /* counts of the history from campaign_counts (schema/006_counts.sql:
+         * a job is done exactly when it has its final evaluation), queued
+         * and leased jobs from their indexes: nothing here reads every
+         * result of a long campaign */
         "SELECT c.state, c.strategy, t.name, array_to_string(c.targets, ','), c.max_candidates,"
-        " (SELECT count(*) FROM candidates k WHERE k.campaign_id = c.id),"
-        " (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id AND j.purpose = 'eval' AND j.state = 'queued'),"
+        " (SELECT COALESCE(sum(n), 0) FROM campaign_counts k WHERE k.campaign_id = c.id AND k.what = 'candidate'),"
+        " (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id AND j.state = 'queued' AND j.purpose <> 'verify'),"
         " (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id AND j.purpose = 'eval' AND j.state = 'leased'),"
-        " (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id AND j.purpose = 'eval' AND j.state = 'done'),"
+        " (SELECT COALESCE(sum(n), 0) FROM campaign_counts k WHERE k.campaign_id = c.id"
+        "    AND k.what = 'evaluation' AND k.purpose = 'eval' AND k.is_final),"
         " (SELECT string_agg(verdict || ' ' || n, ', ' ORDER BY n DESC, verdict) FROM"
-        "   (SELECT e.verdict, count(*) n FROM evaluations e JOIN jobs j ON j.id = e.job_id"
-        "    WHERE j.campaign_id = c.id AND j.purpose = 'eval' AND e.is_final GROUP BY e.verdict) v),"
-        " (SELECT count(*) FROM evaluations e JOIN jobs j ON j.id = e.job_id"
-        "    WHERE j.campaign_id = c.id AND NOT e.is_final),"
+        "   (SELECT k.verdict, sum(n) n FROM campaign_counts k WHERE k.campaign_id = c.id"
+        "    AND k.what = 'evaluation' AND k.purpose = 'eval' AND k.is_final GROUP BY k.verdict) v),"
+        " (SELECT COALESCE(sum(n), 0) FROM campaign_counts k WHERE k.campaign_id = c.id"
+        "    AND k.what = 'evaluation' AND NOT k.is_final),"
         " to_char(c.created_at, 'YYYY-MM-DD HH24:MI:SS'), to_char(c.finished_at, 'YYYY-MM-DD HH24:MI:SS')"
         " FROM campaigns c JOIN tasks t ON t.id = c.task_id WHERE c.id = $1::bigint",
         1, p, err, sizeof(err));
