@@ -44,6 +44,27 @@ static double jd(json_t *o, const char *k)
 
 json_t *kf_bests(kf_db *db, int64_t campaign_id, char *err, size_t errlen)
 {
+    return kf_bests_top(db, campaign_id, 0, err, errlen);
+}
+
+/* The columns and conditions of a tie of the best evaluation $3 (candidate
+ * $4) of campaign $1 on target $2; see kf_bests_top. */
+#define TIE_COLS                                                                                    \
+    "SELECT e.candidate_id, e.speedup, COALESCE(e.speedup_lo, e.speedup), COALESCE(e.speedup_hi, e.speedup)," \
+    "  e.cv, e.candidate_us, e.baseline_us, e.worker_id, k.defines::text,"                        \
+    "  COALESCE(e.confirmation, 'none'), e.confirmed_by_worker, e.confirmation = 'confirmed' AS conf "
+#define TIE_FROM                                                                                    \
+    "FROM evaluations e JOIN jobs j ON j.id = e.job_id JOIN candidates k ON k.id = e.candidate_id "   \
+    "WHERE e.is_final AND e.verdict = 'ok' AND e.speedup > 0 AND e.confirmation <> 'disputed'"       \
+    "  AND COALESCE(e.speedup_hi, e.speedup) >="                                                  \
+    "      (SELECT COALESCE(b.speedup_lo, b.speedup) FROM evaluations b WHERE b.id = $3::bigint)" \
+    "  AND COALESCE(e.speedup_lo, e.speedup) <="                                                  \
+    "      (SELECT COALESCE(b.speedup_hi, b.speedup) FROM evaluations b WHERE b.id = $3::bigint)" \
+    "  AND j.campaign_id = $1::bigint AND j.target = $2 AND j.purpose = 'eval'"                   \
+    "  AND e.candidate_id <> $4::bigint "
+
+json_t *kf_bests_top(kf_db *db, int64_t campaign_id, int max_ties, char *err, size_t errlen)
+{
     char cid[24];
     snprintf(cid, sizeof(cid), "%lld", (long long)campaign_id);
     const char *p[1] = { cid };
@@ -87,29 +108,37 @@ json_t *kf_bests(kf_db *db, int64_t campaign_id, char *err, size_t errlen)
         json_array_append_new(targets, cur);
         if (PQgetisnull(r, i, 1)) continue;
         /* its ties: the results whose interval overlaps the best's
-         * (kf_noise_tie), from the top of evaluations_ok_hi down to the
-         * best's lower end; in the order above (confirmed, fastest, id) */
-        const char *pt[4] = { cid, t, PQgetvalue(r, i, 12), PQgetvalue(r, i, 1) };
-        PGresult *rt = kf_db_exec(db,
-            "SELECT e.candidate_id, e.speedup, COALESCE(e.speedup_lo, e.speedup), COALESCE(e.speedup_hi, e.speedup),"
-            "  e.cv, e.candidate_us, e.baseline_us, e.worker_id, k.defines::text,"
-            "  COALESCE(e.confirmation, 'none'), e.confirmed_by_worker "
-            "FROM evaluations e JOIN jobs j ON j.id = e.job_id JOIN candidates k ON k.id = e.candidate_id "
-            "WHERE e.is_final AND e.verdict = 'ok' AND e.speedup > 0 AND e.confirmation <> 'disputed'"
-            "  AND COALESCE(e.speedup_hi, e.speedup) >="
-            "      (SELECT COALESCE(b.speedup_lo, b.speedup) FROM evaluations b WHERE b.id = $3::bigint)"
-            "  AND COALESCE(e.speedup_lo, e.speedup) <="
-            "      (SELECT COALESCE(b.speedup_hi, b.speedup) FROM evaluations b WHERE b.id = $3::bigint)"
-            "  AND j.campaign_id = $1::bigint AND j.target = $2 AND j.purpose = 'eval'"
-            "  AND e.candidate_id <> $4::bigint "
-            "ORDER BY e.confirmation = 'confirmed' DESC, e.speedup DESC, e.candidate_id", 4, pt, err, errlen);
+         * (kf_noise_tie), in the order above (confirmed, fastest, id). All
+         * of them: from the top of evaluations_ok_hi down to the best's
+         * lower end. The first max_ties: the confirmed ones
+         * (evaluations_confirming), then the others from the top of
+         * evaluations_ok_speedup, each cut at max_ties + 1 (one more says
+         * there are more) */
+        char lim[24];
+        snprintf(lim, sizeof(lim), "%d", max_ties > 0 ? max_ties + 1 : 0);
+        const char *pt[5] = { cid, t, PQgetvalue(r, i, 12), PQgetvalue(r, i, 1), lim };
+        PGresult *rt = max_ties <= 0
+            ? kf_db_exec(db, TIE_COLS TIE_FROM
+                  "ORDER BY e.confirmation = 'confirmed' DESC, e.speedup DESC, e.candidate_id", 4, pt, err, errlen)
+            : kf_db_exec(db,
+                  "SELECT * FROM ((" TIE_COLS TIE_FROM
+                  "  AND e.confirmation IN ('confirmed', 'pending') AND e.confirmation = 'confirmed'"
+                  "  ORDER BY e.speedup DESC, e.candidate_id LIMIT $5::int)"
+                  " UNION ALL (" TIE_COLS TIE_FROM "  AND e.confirmation <> 'confirmed'"
+                  "  ORDER BY e.speedup DESC, e.candidate_id LIMIT $5::int)) x "
+                  "ORDER BY conf DESC, 2 DESC, 1 LIMIT $5::int", 5, pt, err, errlen);
         if (!rt) {
             PQclear(r);
             json_decref(out);
             json_decref(targets);
             return NULL;
         }
-        for (int k = 0; k < PQntuples(rt); k++) json_array_append_new(ties, row_json(rt, k, 0));
+        int nt = PQntuples(rt);
+        if (max_ties > 0 && nt > max_ties) {
+            nt = max_ties;
+            json_object_set_new(cur, "ties_more", json_true());
+        }
+        for (int k = 0; k < nt; k++) json_array_append_new(ties, row_json(rt, k, 0));
         PQclear(rt);
     }
     PQclear(r);

@@ -183,7 +183,8 @@ static int do_status(kf_db *db, const char *name)
            kf_db_str(r, 0, 12) ? kf_db_str(r, 0, 12) : "");
     int is_done = !strcmp(PQgetvalue(r, 0, 0), "done");
     PQclear(r);
-    json_t *bests = kf_bests(db, (int64_t)id, err, sizeof(err));
+    /* the number of ties is shown, not the list: at most 100 are read */
+    json_t *bests = kf_bests_top(db, (int64_t)id, 100, err, sizeof(err));
     if (!bests) return kf_cli_fail("%s", err);
     size_t ti;
     json_t *tv;
@@ -209,7 +210,8 @@ static int do_status(kf_db *db, const char *name)
         const char *by = json_string_value(json_object_get(b0, "confirmed_by"));
         if (conf && !strcmp(conf, "confirmed")) printf(", confirmed by %s", by ? by : "?");
         else printf(", not confirmed yet (%s)", conf ? conf : "none");
-        if (nt) printf("; tied with %zu other%s", nt, nt == 1 ? "" : "s");
+        if (json_is_true(json_object_get(tv, "ties_more"))) printf("; tied with more than %zu others", nt);
+        else if (nt) printf("; tied with %zu other%s", nt, nt == 1 ? "" : "s");
         printf("\n");
     }
     json_t *ov = json_object_get(bests, "overall");

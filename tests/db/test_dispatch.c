@@ -30,7 +30,9 @@
  * kf_campaign_compact_counts folds them (and a deleted campaign's go with
  * it); kf_bests, which now reads the top of an index, names the same best,
  * ties and overall best as reading every result in rank order -- with
- * repeated speedups, a disputed fastest result and confirmed slower ones.
+ * repeated speedups, a disputed fastest result and confirmed slower ones;
+ * kf_bests_top(3) the first three of those ties and a mark that there are
+ * more.
  * Prints "N passed, M failed"; exit status 1 on any failure.
  */
 #define _GNU_SOURCE
@@ -633,6 +635,19 @@ static void check_bests(kf_db *db, int64_t cid, const char *when)
     for (int i = 0; osame && best && i < nt; i++)
         osame = json_integer_value(json_array_get(json_object_get(ov, "ties"), (size_t)i)) == ties[i];
     CHECK(osame, "%s: overall best %lld (ties alike), the full scan says %lld", when, og, best);
+    json_decref(b);
+    /* the first three ties only (campaign status): the same three, and a
+     * mark that there are more */
+    b = kf_bests_top(db, cid, 3, err, sizeof(err));
+    CHECK(b != NULL, "%s: kf_bests_top: %s", when, err);
+    if (!b) return;
+    t0 = json_array_get(json_object_get(b, "targets"), 0);
+    jt = json_object_get(t0, "ties");
+    int cut = nt > 3 ? 3 : nt;
+    same = (int)json_array_size(jt) == cut && json_is_true(json_object_get(t0, "ties_more")) == (nt > 3);
+    for (int i = 0; same && i < cut; i++)
+        same = json_integer_value(json_object_get(json_array_get(jt, (size_t)i), "candidate")) == ties[i];
+    CHECK(same, "%s: the first 3 of %d ties, and more marked: got %zu", when, nt, json_array_size(jt));
     json_decref(b);
 }
 

@@ -59,6 +59,9 @@ port=$((20000 + RANDOM % 20000))
 addr=tcp://127.0.0.1:$port
 
 {
+  # this group is a subshell of its own (the pipe): its coordinator is
+  # stopped here when a step fails (set -e)
+  trap '[ -n "${coord:-}" ] && kill "$coord" 2>/dev/null || true' EXIT
   echo "date:     $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "machine:  $(nproc) cpus, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'),"\
        "$(awk '/MemTotal/ {printf "%.1f GiB RAM", $2/1048576}' /proc/meminfo), load $(cut -d' ' -f1-3 /proc/loadavg)"
