@@ -499,6 +499,12 @@ int kf_cli_cmd_campaign(int argc, char **argv)
     if (!db) return 1;
     char err[1024];
     int rc = 0;
+    /* These are short reads: PostgreSQL's JIT, which starts compiling
+     * when a statement's estimate passes jit_above_cost, spent 15-35 ms per
+     * statement on `campaign status` of a campaign of 1,000,000 results
+     * (the estimate of counting its queued jobs), more than the statement
+     * itself. A failure only costs that time. */
+    if (kf_db_cmd(db, "SET jit = off", 0, NULL, err, sizeof(err)) < 0) err[0] = 0;
     if (strcmp(sub, "create") == 0) rc = do_create(db, name, &spec);
     else if (strcmp(sub, "start") == 0) {
         if (kf_campaign_start(db, name, err, sizeof(err)) < 0) rc = kf_cli_fail("%s", err);
