@@ -3,16 +3,21 @@
 --
 -- campaign_counts: how many candidates (by proposer) and evaluations (by
 --   target, purpose, verdict, final or not) a campaign has, kept as rows of
---   counts that only ever get added: every INSERT into candidates or
---   evaluations adds one row per group it touched (statement triggers over
---   the inserted rows, so a group commit of 200 results adds a handful of
---   rows, not 200), and the coordinator's tick folds a campaign's rows into
+--   counts that only ever get added: every statement that inserts
+--   evaluations adds one row per group it touched in the same statement
+--   (coordinator/queue.c: the result, the group commit -- a handful of rows
+--   for 200 results -- and the reaper; a statement trigger over the
+--   inserted rows cost 17% of the dispatch rate, since it copies every
+--   inserted row and joins it to its job), every INSERT into candidates
+--   one row per proposer (a statement trigger: candidates are not on the
+--   dispatch path), and the coordinator's tick folds a campaign's rows into
 --   one per group (kf_compact_counts) once it has more than 64. A reader
 --   sums a campaign's rows: a few dozen, whatever the campaign's size.
 --   Adding rows instead of updating one counter keeps concurrent results
 --   (threads and coordinators) from queueing on a counter row's lock.
 --   Evaluations are never updated in these columns nor deleted but with
---   their campaign, so the counts stay exact. No foreign key: its share
+--   their campaign, so the counts stay exact as long as every INSERT into
+--   evaluations adds its counts (queue.c has the only three). No foreign key: its share
 --   lock on the campaign row would make results wait for a strategy that
 --   holds the campaign row (SELECT ... FOR UPDATE); rows of a deleted
 --   campaign are deleted with it (trigger below).
@@ -27,18 +32,6 @@ CREATE TABLE campaign_counts (
     n           bigint NOT NULL
 );
 CREATE INDEX campaign_counts_campaign ON campaign_counts(campaign_id);
-
-CREATE FUNCTION kf_count_evaluations() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO campaign_counts (campaign_id, what, target, purpose, verdict, is_final, n)
-    SELECT j.campaign_id, 'evaluation', j.target, j.purpose, e.verdict, e.is_final, count(*)
-    FROM kf_new_evaluations e JOIN jobs j ON j.id = e.job_id
-    GROUP BY j.campaign_id, j.target, j.purpose, e.verdict, e.is_final;
-    RETURN NULL;
-END $$;
-CREATE TRIGGER evaluations_count AFTER INSERT ON evaluations
-    REFERENCING NEW TABLE AS kf_new_evaluations
-    FOR EACH STATEMENT EXECUTE FUNCTION kf_count_evaluations();
 
 CREATE FUNCTION kf_count_candidates() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN

@@ -25,7 +25,8 @@
  * lease in one message (Result.more, one stale) are answered one status
  * each (more_status) and only the good ones stored, a resend DUPLICATE.
  * Part 3, what a long campaign must not make slow (schema/006_counts.sql):
- * results stored through the group commit and one at a time keep
+ * results stored through the group commit, one at a time and by the
+ * reaper keep
  * campaign_counts equal to counting the rows, before and after
  * kf_campaign_compact_counts folds them (and a deleted campaign's go with
  * it); kf_bests, which now reads the top of an index, names the same best,
@@ -718,6 +719,22 @@ static void part_history(const char *conninfo)
         done += n;
     }
     CHECK(stored_ok && done >= 270, "%d results stored through both paths", done);
+    /* and through the reaper: one lease expires acknowledged on its last
+     * attempt (a final runtime_error), one unacknowledged (requeued) */
+    kf_lease lx[2];
+    int nx = 0;
+    CHECK(kf_queue_lease_many(db, &qc, "wh", cls, 1, 2, lx, &nx, err, sizeof(err)) == KF_Q_OK && nx == 2,
+          "two more leases (%s)", err);
+    if (nx == 2) {
+        char sql[256];
+        snprintf(sql, sizeof(sql), "UPDATE jobs SET lease_deadline = now() - interval '1 s', acked = (id = %lld),"
+                 " attempts = max_attempts WHERE id IN (%lld, %lld)", (long long)lx[0].job_id,
+                 (long long)lx[0].job_id, (long long)lx[1].job_id);
+        exec_ok(db, sql);
+        int rq = 0, ex = 0;
+        CHECK(kf_queue_reap(db, &rq, &ex, err, sizeof(err)) == 0 && rq == 1 && ex == 1,
+              "reaper: 1 requeued, 1 exhausted (got %d, %d: %s)", rq, ex, err);
+    }
     check_counts(db, cid, "after results");
     check_bests(db, cid, "after results");
     /* a confirmed result ranks first, a disputed one is never named */

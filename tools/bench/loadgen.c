@@ -767,7 +767,13 @@ static int setup_history(kf_db *db, int64_t cid, long h, char *err, size_t errle
             "   WHEN j.id % 100 < 90 THEN 'runtime_error' WHEN j.id % 100 < 96 THEN 'timeout'"
             "   ELSE 'load_error' END AS verdict,"
             "   0.5 + 1.5 * ((j.id * 7919) % 10007) / 10007.0 AS sp) v "
-            "WHERE j.campaign_id = $1::bigint AND j.state = 'done'", 2, pm, err, errlen) < 0)
+            "WHERE j.campaign_id = $1::bigint AND j.state = 'done'", 2, pm, err, errlen) < 0 ||
+        /* their counts, as the coordinator adds them (schema/006_counts.sql) */
+        kf_db_cmd(db,
+            "INSERT INTO campaign_counts (campaign_id, what, target, purpose, verdict, is_final, n) "
+            "SELECT j.campaign_id, 'evaluation', j.target, j.purpose, e.verdict, e.is_final, count(*) "
+            "FROM evaluations e JOIN jobs j ON j.id = e.job_id WHERE j.campaign_id = $1::bigint "
+            "GROUP BY 1, 3, 4, 5, 6", 1, p, err, errlen) < 0)
         return -1;
     return 0;
 }
