@@ -44,86 +44,180 @@ static double jd(json_t *o, const char *k)
 
 json_t *kf_bests(kf_db *db, int64_t campaign_id, char *err, size_t errlen)
 {
+    return kf_bests_top(db, campaign_id, 0, err, errlen);
+}
+
+/* The columns and conditions of a tie of the best evaluation $3 (candidate
+ * $4) of campaign $1 on target $2; see kf_bests_top. */
+#define TIE_COLS                                                                                    \
+    "SELECT e.candidate_id, e.speedup, COALESCE(e.speedup_lo, e.speedup), COALESCE(e.speedup_hi, e.speedup)," \
+    "  e.cv, e.candidate_us, e.baseline_us, e.worker_id, k.defines::text,"                        \
+    "  COALESCE(e.confirmation, 'none'), e.confirmed_by_worker, e.confirmation = 'confirmed' AS conf "
+#define TIE_FROM                                                                                    \
+    "FROM evaluations e JOIN jobs j ON j.id = e.job_id JOIN candidates k ON k.id = e.candidate_id "   \
+    "WHERE e.is_final AND e.verdict = 'ok' AND e.speedup > 0 AND e.confirmation <> 'disputed'"       \
+    "  AND COALESCE(e.speedup_hi, e.speedup) >="                                                  \
+    "      (SELECT COALESCE(b.speedup_lo, b.speedup) FROM evaluations b WHERE b.id = $3::bigint)" \
+    "  AND COALESCE(e.speedup_lo, e.speedup) <="                                                  \
+    "      (SELECT COALESCE(b.speedup_hi, b.speedup) FROM evaluations b WHERE b.id = $3::bigint)" \
+    "  AND j.campaign_id = $1::bigint AND j.target = $2 AND j.purpose = 'eval'"                   \
+    "  AND e.candidate_id <> $4::bigint "
+
+json_t *kf_bests_top(kf_db *db, int64_t campaign_id, int max_ties, char *err, size_t errlen)
+{
     char cid[24];
     snprintf(cid, sizeof(cid), "%lld", (long long)campaign_id);
     const char *p[1] = { cid };
-    /* every final ok result, per target fastest first; intervals default to
-     * the point (results stored before noise was recorded) */
+    /* the best of each target: the fastest confirmed result, else the
+     * fastest not disputed (a disputed result is never named); intervals
+     * default to the point (results stored before noise was recorded).
+     * Each branch reads the top of an index (evaluations_ok_speedup, or
+     * evaluations_confirming for the few confirmed), not the campaign's
+     * results: schema/006_counts.sql. */
     PGresult *r = kf_db_exec(db,
-        "SELECT t, k.id, e.speedup, COALESCE(e.speedup_lo, e.speedup), COALESCE(e.speedup_hi, e.speedup),"
-        "  e.cv, e.candidate_us, e.baseline_us, e.worker_id, k.defines::text,"
-        "  COALESCE(e.confirmation, 'none'), e.confirmed_by_worker "
-        "FROM campaigns c CROSS JOIN unnest(c.targets) t"
-        " LEFT JOIN jobs j ON j.campaign_id = c.id AND j.target = t AND j.purpose = 'eval'"
-        " LEFT JOIN evaluations e ON e.job_id = j.id AND e.is_final AND e.verdict = 'ok'"
-        "   AND e.speedup > 0 AND e.confirmation <> 'disputed'" /* a disputed result is never named */
-        " LEFT JOIN candidates k ON k.id = e.candidate_id "
-        "WHERE c.id = $1::bigint "
-        /* confirmed results rank first (fleet trust), then the fastest */
-        "ORDER BY array_position(c.targets, t), e.confirmation = 'confirmed' DESC NULLS LAST,"
-        "  e.speedup DESC NULLS LAST, k.id", 1, p, err, errlen);
+        "SELECT t.t, b.cand, b.speedup, b.lo, b.hi, b.cv, b.candidate_us, b.baseline_us, b.worker_id,"
+        "  k.defines::text, b.confirmation, b.confirmed_by_worker, b.eid "
+        "FROM campaigns c CROSS JOIN unnest(c.targets) WITH ORDINALITY t(t, o)"
+        " LEFT JOIN LATERAL (SELECT * FROM ("
+        "   (SELECT 0 AS pri, e.id AS eid, e.candidate_id AS cand, e.speedup,"
+        "      COALESCE(e.speedup_lo, e.speedup) AS lo, COALESCE(e.speedup_hi, e.speedup) AS hi, e.cv,"
+        "      e.candidate_us, e.baseline_us, e.worker_id, e.confirmation, e.confirmed_by_worker"
+        "    FROM evaluations e JOIN jobs j ON j.id = e.job_id"
+        "    WHERE e.confirmation IN ('confirmed', 'pending') AND e.confirmation = 'confirmed'"
+        "      AND e.is_final AND e.verdict = 'ok' AND e.speedup > 0"
+        "      AND j.campaign_id = c.id AND j.target = t.t AND j.purpose = 'eval'"
+        "    ORDER BY e.speedup DESC, e.candidate_id LIMIT 1)"
+        "   UNION ALL"
+        "   (SELECT 1, e.id, e.candidate_id, e.speedup,"
+        "      COALESCE(e.speedup_lo, e.speedup), COALESCE(e.speedup_hi, e.speedup), e.cv,"
+        "      e.candidate_us, e.baseline_us, e.worker_id, e.confirmation, e.confirmed_by_worker"
+        "    FROM evaluations e JOIN jobs j ON j.id = e.job_id"
+        "    WHERE e.is_final AND e.verdict = 'ok' AND e.speedup > 0 AND e.confirmation <> 'disputed'"
+        "      AND j.campaign_id = c.id AND j.target = t.t AND j.purpose = 'eval'"
+        "    ORDER BY e.speedup DESC, e.candidate_id LIMIT 1)) x ORDER BY pri LIMIT 1) b ON true"
+        " LEFT JOIN candidates k ON k.id = b.cand "
+        "WHERE c.id = $1::bigint ORDER BY t.o", 1, p, err, errlen);
     if (!r) return NULL;
-    json_t *out = json_object(), *targets = json_array(), *cur = NULL;
-    const char *last = NULL;
+    json_t *out = json_object(), *targets = json_array();
     for (int i = 0; i < PQntuples(r); i++) {
         const char *t = PQgetvalue(r, i, 0);
-        if (!last || strcmp(last, t)) {
-            cur = json_object();
-            json_object_set_new(cur, "target", json_string(t));
-            json_object_set_new(cur, "best", json_null());
-            json_object_set_new(cur, "ties", json_array());
-            json_array_append_new(targets, cur);
-            last = t;
-        }
+        json_t *cur = json_object(), *ties = json_array();
+        json_object_set_new(cur, "target", json_string(t));
+        json_object_set_new(cur, "best", PQgetisnull(r, i, 1) ? json_null() : row_json(r, i, 1));
+        json_object_set_new(cur, "ties", ties);
+        json_array_append_new(targets, cur);
         if (PQgetisnull(r, i, 1)) continue;
-        json_t *row = row_json(r, i, 1);
-        json_t *best = json_object_get(cur, "best");
-        if (json_is_null(best)) {
-            json_object_set_new(cur, "best", row);
-        } else {
-            if (kf_noise_tie(jd(row, "lo"), jd(row, "hi"), jd(best, "lo"), jd(best, "hi")))
-                json_array_append(json_object_get(cur, "ties"), row);
-            json_decref(row);
+        /* its ties: the results whose interval overlaps the best's
+         * (kf_noise_tie), in the order above (confirmed, fastest, id). All
+         * of them: from the top of evaluations_ok_hi down to the best's
+         * lower end. At most max_ties: first count them up to max_ties + 1
+         * over that same range; when there are more, the first max_ties are
+         * the confirmed ones (evaluations_confirming), then the others from
+         * the top of evaluations_ok_speedup, each cut at max_ties + 1 (one
+         * more says there are more): a walk that ends soon because the ties
+         * are many, where with few it could read every result below them */
+        char lim[24];
+        snprintf(lim, sizeof(lim), "%d", max_ties > 0 ? max_ties + 1 : 0);
+        const char *pt[5] = { cid, t, PQgetvalue(r, i, 12), PQgetvalue(r, i, 1), lim };
+        int many = 0;
+        if (max_ties > 0) {
+            PGresult *rc = kf_db_exec(db, "SELECT count(*) FROM (SELECT 1 " TIE_FROM " LIMIT $5::int) x",
+                                      5, pt, err, errlen);
+            if (!rc) {
+                PQclear(r);
+                json_decref(out);
+                json_decref(targets);
+                return NULL;
+            }
+            many = kf_db_i64(rc, 0, 0, 0) > max_ties;
+            PQclear(rc);
         }
+        PGresult *rt = !many
+            ? kf_db_exec(db, TIE_COLS TIE_FROM
+                  "ORDER BY e.confirmation = 'confirmed' DESC, e.speedup DESC, e.candidate_id", 4, pt, err, errlen)
+            : kf_db_exec(db,
+                  "SELECT * FROM ((" TIE_COLS TIE_FROM
+                  "  AND e.confirmation IN ('confirmed', 'pending') AND e.confirmation = 'confirmed'"
+                  "  ORDER BY e.speedup DESC, e.candidate_id LIMIT $5::int)"
+                  " UNION ALL (" TIE_COLS TIE_FROM "  AND e.confirmation <> 'confirmed'"
+                  "  ORDER BY e.speedup DESC, e.candidate_id LIMIT $5::int)) x "
+                  "ORDER BY conf DESC, 2 DESC, 1 LIMIT $5::int", 5, pt, err, errlen);
+        if (!rt) {
+            PQclear(r);
+            json_decref(out);
+            json_decref(targets);
+            return NULL;
+        }
+        int nt = PQntuples(rt);
+        if (max_ties > 0 && nt > max_ties) {
+            nt = max_ties;
+            json_object_set_new(cur, "ties_more", json_true());
+        }
+        for (int k = 0; k < nt; k++) json_array_append_new(ties, row_json(rt, k, 0));
+        PQclear(rt);
     }
     PQclear(r);
     json_object_set_new(out, "targets", targets);
 
-    /* overall: ok on every target, geometric mean of the speedups */
-    r = kf_db_exec(db,
-        "SELECT k.id, exp(avg(ln(e.speedup))), exp(avg(ln(COALESCE(e.speedup_lo, e.speedup)))),"
-        "  exp(avg(ln(COALESCE(e.speedup_hi, e.speedup)))), max(e.cv), k.defines::text,"
-        "  bool_and(e.confirmation = 'confirmed') "
-        "FROM candidates k JOIN jobs j ON j.candidate_id = k.id AND j.purpose = 'eval'"
-        " JOIN evaluations e ON e.job_id = j.id AND e.is_final "
-        "WHERE k.campaign_id = $1::bigint GROUP BY k.id "
-        "HAVING bool_and(e.verdict = 'ok' AND e.speedup > 0 AND e.confirmation <> 'disputed')"
-        "  AND count(*) = (SELECT cardinality(targets) FROM campaigns WHERE id = $1::bigint) "
-        "ORDER BY 7 DESC, 2 DESC, 1", 1, p, err, errlen);
-    if (!r) {
-        json_decref(out);
-        return NULL;
-    }
+    /* overall: ok on every target, geometric mean of the speedups. With one
+     * target that is the target's best and its ties, in the same order
+     * (confirmed, fastest, id), without grouping every candidate of the
+     * campaign; with several, the candidates are grouped. */
     json_t *overall = json_null();
-    if (PQntuples(r) > 0) {
-        overall = json_object();
-        int64_t id = kf_db_i64(r, 0, 0, 0);
-        double lo = kf_db_f64(r, 0, 2, 0), hi = kf_db_f64(r, 0, 3, 0);
-        json_object_set_new(overall, "candidate", json_integer(id));
-        json_object_set_new(overall, "speedup", json_real(kf_db_f64(r, 0, 1, 0)));
-        json_object_set_new(overall, "lo", json_real(lo));
-        json_object_set_new(overall, "hi", json_real(hi));
-        json_object_set_new(overall, "cv", num_or_null(r, 0, 4));
-        json_t *d = json_loads(PQgetvalue(r, 0, 5), 0, NULL);
-        json_object_set_new(overall, "defines", d ? d : json_object());
-        json_object_set_new(overall, "confirmed", json_boolean(*PQgetvalue(r, 0, 6) == 't'));
-        json_t *ties = json_array();
-        for (int i = 1; i < PQntuples(r); i++)
-            if (kf_noise_tie(kf_db_f64(r, i, 2, 0), kf_db_f64(r, i, 3, 0), lo, hi))
-                json_array_append_new(ties, json_integer(kf_db_i64(r, i, 0, 0)));
-        json_object_set_new(overall, "ties", ties);
+    if (json_array_size(targets) == 1) {
+        json_t *t0 = json_array_get(targets, 0), *b0 = json_object_get(t0, "best");
+        if (!json_is_null(b0)) {
+            overall = json_object();
+            json_object_set(overall, "candidate", json_object_get(b0, "candidate"));
+            json_object_set(overall, "speedup", json_object_get(b0, "speedup"));
+            json_object_set(overall, "lo", json_object_get(b0, "lo"));
+            json_object_set(overall, "hi", json_object_get(b0, "hi"));
+            json_object_set(overall, "cv", json_object_get(b0, "cv"));
+            json_object_set(overall, "defines", json_object_get(b0, "defines"));
+            json_object_set_new(overall, "confirmed",
+                                json_boolean(!strcmp(json_string_value(json_object_get(b0, "confirmation")),
+                                                     "confirmed")));
+            json_t *ties = json_array(), *x;
+            size_t k;
+            json_array_foreach(json_object_get(t0, "ties"), k, x)
+                json_array_append(ties, json_object_get(x, "candidate"));
+            json_object_set_new(overall, "ties", ties);
+        }
+    } else {
+        r = kf_db_exec(db,
+            "SELECT k.id, exp(avg(ln(e.speedup))), exp(avg(ln(COALESCE(e.speedup_lo, e.speedup)))),"
+            "  exp(avg(ln(COALESCE(e.speedup_hi, e.speedup)))), max(e.cv), k.defines::text,"
+            "  bool_and(e.confirmation = 'confirmed') "
+            "FROM candidates k JOIN jobs j ON j.candidate_id = k.id AND j.purpose = 'eval'"
+            " JOIN evaluations e ON e.job_id = j.id AND e.is_final "
+            "WHERE k.campaign_id = $1::bigint GROUP BY k.id "
+            "HAVING bool_and(e.verdict = 'ok' AND e.speedup > 0 AND e.confirmation <> 'disputed')"
+            "  AND count(*) = (SELECT cardinality(targets) FROM campaigns WHERE id = $1::bigint) "
+            "ORDER BY 7 DESC, 2 DESC, 1", 1, p, err, errlen);
+        if (!r) {
+            json_decref(out);
+            return NULL;
+        }
+        if (PQntuples(r) > 0) {
+            overall = json_object();
+            int64_t id = kf_db_i64(r, 0, 0, 0);
+            double lo = kf_db_f64(r, 0, 2, 0), hi = kf_db_f64(r, 0, 3, 0);
+            json_object_set_new(overall, "candidate", json_integer(id));
+            json_object_set_new(overall, "speedup", json_real(kf_db_f64(r, 0, 1, 0)));
+            json_object_set_new(overall, "lo", json_real(lo));
+            json_object_set_new(overall, "hi", json_real(hi));
+            json_object_set_new(overall, "cv", num_or_null(r, 0, 4));
+            json_t *d = json_loads(PQgetvalue(r, 0, 5), 0, NULL);
+            json_object_set_new(overall, "defines", d ? d : json_object());
+            json_object_set_new(overall, "confirmed", json_boolean(*PQgetvalue(r, 0, 6) == 't'));
+            json_t *ties = json_array();
+            for (int i = 1; i < PQntuples(r); i++)
+                if (kf_noise_tie(kf_db_f64(r, i, 2, 0), kf_db_f64(r, i, 3, 0), lo, hi))
+                    json_array_append_new(ties, json_integer(kf_db_i64(r, i, 0, 0)));
+            json_object_set_new(overall, "ties", ties);
+        }
+        PQclear(r);
     }
-    PQclear(r);
 
     /* the winner's result on each target, and the per-target bests that are
      * not ok everywhere (where not, and their verdict there) */

@@ -34,4 +34,12 @@
  * on errors. */
 json_t *kf_bests(kf_db *db, int64_t campaign_id, char *err, size_t errlen);
 
+/* kf_bests with at most max_ties ties per target (max_ties <= 0: all, as
+ * kf_bests): the first max_ties in rank order, and "ties_more": true on a
+ * target that has more. For callers that show a count, not the list
+ * (`kfarm campaign status`): a long campaign's best can be tied with
+ * thousands of results, and reading them all costs far more than the rest
+ * of the status. With one target, the overall best's "ties" are cut alike. */
+json_t *kf_bests_top(kf_db *db, int64_t campaign_id, int max_ties, char *err, size_t errlen);
+
 #endif

@@ -414,3 +414,12 @@ int kf_campaign_tick(kf_db *db, char *err, size_t errlen)
     PQclear(r);
     return 0;
 }
+
+int kf_campaign_compact_counts(kf_db *db, long *folded, char *err, size_t errlen)
+{
+    PGresult *r = kf_db_exec(db, "SELECT kf_compact_counts()", 0, NULL, err, errlen);
+    if (!r) return -1;
+    if (folded) *folded = (long)kf_db_i64(r, 0, 0, 0);
+    PQclear(r);
+    return 0;
+}

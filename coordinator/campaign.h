@@ -84,4 +84,12 @@ int kf_campaign_step(kf_db *db, int64_t campaign_id, int *done, char *err, size_
  * campaigns could not be read. */
 int kf_campaign_tick(kf_db *db, char *err, size_t errlen);
 
+/* Fold the rows of campaign_counts (schema/006_counts.sql: counts of
+ * candidates and evaluations that statements only add to) into one per
+ * group for every campaign that has more than 64, so that status reads a
+ * few rows. Safe beside other coordinators doing the same (one at a time;
+ * the others return at once). *folded (optional): rows folded. Returns 0
+ * or -1 with reason. */
+int kf_campaign_compact_counts(kf_db *db, long *folded, char *err, size_t errlen);
+
 #endif

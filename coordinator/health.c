@@ -144,18 +144,26 @@ json_t *kf_health_progress(kf_db *db, int64_t campaign_id, char *err, size_t err
     char cid[24];
     snprintf(cid, sizeof(cid), "%lld", (long long)campaign_id);
     const char *p[1] = { cid };
+    /* the campaign's own work: verification jobs (verify.h) are not
+     * progress. Done jobs and candidates are summed from campaign_counts
+     * (schema/006_counts.sql: a job is done exactly when it has its final
+     * evaluation), queued and leased jobs counted from their indexes: no
+     * statement here reads the campaign's history. */
     PGresult *r = kf_db_exec(db,
         "SELECT c.state, c.strategy,"
-        "  count(*) FILTER (WHERE j.state = 'queued'), count(*) FILTER (WHERE j.state = 'leased'),"
-        "  count(*) FILTER (WHERE j.state = 'done'),"
-        "  (SELECT count(*) FROM candidates k WHERE k.campaign_id = c.id),"
+        "  (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id AND j.state = 'queued'"
+        "     AND j.purpose <> 'verify'),"
+        "  (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id AND j.state = 'leased'"
+        "     AND j.purpose = 'eval'),"
+        "  (SELECT COALESCE(sum(n), 0) FROM campaign_counts k WHERE k.campaign_id = c.id"
+        "     AND k.what = 'evaluation' AND k.purpose = 'eval' AND k.is_final),"
+        "  (SELECT COALESCE(sum(n), 0) FROM campaign_counts k WHERE k.campaign_id = c.id"
+        "     AND k.what = 'candidate'),"
         "  COALESCE((c.strategy_state->>'round')::int, 0),"
         "  COALESCE((c.config->>'max_rounds')::numeric::bigint, 0),"
         "  extract(epoch FROM now() - c.started_at),"
         "  COALESCE((c.strategy_state->>'dead_rounds')::int, 0) "
-        /* the campaign's own work: verification jobs (verify.h) are not progress */
-        "FROM campaigns c LEFT JOIN jobs j ON j.campaign_id = c.id AND j.purpose = 'eval' "
-        "WHERE c.id = $1::bigint GROUP BY c.id", 1, p, err, errlen);
+        "FROM campaigns c WHERE c.id = $1::bigint", 1, p, err, errlen);
     if (!r) return NULL;
     if (PQntuples(r) == 0) {
         PQclear(r);

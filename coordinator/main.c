@@ -258,6 +258,7 @@ int main(int argc, char **argv)
         if (kf_queue_pulse(db, 3.0, NULL, err, sizeof(err)) < 0) kf_log("pulse: %s", err);
         else if (kf_queue_reap(db, NULL, NULL, err, sizeof(err)) < 0) kf_log("reaper: %s", err);
         if (kf_campaign_tick(db, err, sizeof(err)) < 0) kf_log("campaigns: %s", err);
+        if (kf_campaign_compact_counts(db, NULL, err, sizeof(err)) < 0) kf_log("campaign counts: %s", err);
     }
     if (g_stop) kf_log("signal %d: shutting down", (int)g_stop);
     kf_export_service_stop(exp); /* one final export */

@@ -489,21 +489,25 @@ kf_queue_status kf_queue_result(kf_db *db, const kf_queue_config *cfg, const cha
     /* the noise of an ok result: CV and speedup interval (noise.h) */
     double cv = 0, lo = 0, hi = 0;
     int has_noise = v == KF_OK && kf_noise_of_metrics(metrics, res->speedup, &cv, &lo, &hi) == 0;
-    const char *pi[16] = {
+    const char *pi[19] = {
         job, cand, att, worker_id, tok, kf_verdict_name((kf_verdict)v), detail, metrics,
         num_param(b1, res->candidate_us), num_param(b2, res->baseline_us),
         num_param(b3, res->speedup), log, retry ? "false" : "true",
         has_noise ? (snprintf(b4, sizeof(b4), "%.17g", cv), b4) : NULL,
         has_noise ? num_param(b5, lo) : NULL, has_noise ? num_param(b6, hi) : NULL,
+        campaign, target, is_verify ? "verify" : "eval",
     };
+    /* the evaluation, and its count in campaign_counts (schema 006) */
     if (kf_db_cmd(db,
-            "INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, fencing_token,"
+            "WITH ins AS (INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, fencing_token,"
             "  verdict, detail, metrics, candidate_us, baseline_us, speedup, compile_log, is_final,"
             "  cv, speedup_lo, speedup_hi)"
             " VALUES ($1::bigint, $2::bigint, $3::int, $4, $5::bigint, $6, $7, $8::jsonb,"
             "  $9::float8, $10::float8, $11::float8, $12, $13::boolean, $14::float8, $15::float8,"
-            "  $16::float8)",
-            16, pi, err, errlen) < 0)
+            "  $16::float8) RETURNING verdict, is_final)"
+            " INSERT INTO campaign_counts (campaign_id, what, target, purpose, verdict, is_final, n)"
+            " SELECT $17::bigint, 'evaluation', $18, $19, verdict, is_final, 1 FROM ins",
+            19, pi, err, errlen) < 0)
         goto fail;
     if (!retry && is_verify && kf_verify_conclude(db, cfg, verifies, job, err, errlen) < 0) goto fail;
     if (!retry && (is_verify || (v == KF_OK && res->speedup > 0)) &&
@@ -756,6 +760,8 @@ static int grp_store(kf_db *db, kf_queue_item *it, grp_item *g, int n, char *err
         json_object_set_new(o, "cv", has_noise && isfinite(cv) ? json_real(cv) : json_null());
         json_object_set_new(o, "speedup_lo", has_noise ? grp_num(lo) : json_null());
         json_object_set_new(o, "speedup_hi", has_noise ? grp_num(hi) : json_null());
+        json_object_set_new(o, "campaign_id", json_integer(g[i].campaign));
+        json_object_set_new(o, "target", json_string(g[i].target));
         json_array_append_new(rows, o);
         free(detail);
         free(log);
@@ -785,17 +791,24 @@ static int grp_store(kf_db *db, kf_queue_item *it, grp_item *g, int n, char *err
         rows_text = json_dumps(rows, JSON_COMPACT);
         if (!rows_text) goto oom;
         const char *pi[1] = { rows_text };
+        /* the evaluations, and their counts in campaign_counts (schema
+         * 006; the group stores only eval jobs' results, all final): one
+         * row per (campaign, target, verdict), from the rows themselves */
         if (kf_db_cmd(db,
-                "INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, fencing_token,"
+                "WITH x AS MATERIALIZED (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(job_id bigint,"
+                "  candidate_id bigint, attempt int, worker_id text, fencing_token bigint, verdict text,"
+                "  detail text, metrics text, candidate_us float8, baseline_us float8, speedup float8,"
+                "  compile_log text, cv float8, speedup_lo float8, speedup_hi float8, campaign_id bigint,"
+                "  target text)),"
+                " ins AS (INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, fencing_token,"
                 "  verdict, detail, metrics, candidate_us, baseline_us, speedup, compile_log, is_final,"
                 "  cv, speedup_lo, speedup_hi)"
                 " SELECT x.job_id, x.candidate_id, x.attempt, x.worker_id, x.fencing_token, x.verdict,"
                 "  x.detail, x.metrics::jsonb, x.candidate_us, x.baseline_us, x.speedup, x.compile_log,"
-                "  true, x.cv, x.speedup_lo, x.speedup_hi"
-                " FROM jsonb_to_recordset($1::jsonb) AS x(job_id bigint, candidate_id bigint,"
-                "  attempt int, worker_id text, fencing_token bigint, verdict text, detail text,"
-                "  metrics text, candidate_us float8, baseline_us float8, speedup float8,"
-                "  compile_log text, cv float8, speedup_lo float8, speedup_hi float8)",
+                "  true, x.cv, x.speedup_lo, x.speedup_hi FROM x)"
+                " INSERT INTO campaign_counts (campaign_id, what, target, purpose, verdict, is_final, n)"
+                " SELECT campaign_id, 'evaluation', target, 'eval', verdict, true, count(*) FROM x"
+                " GROUP BY campaign_id, target, verdict",
                 1, pi, err, errlen) < 0)
             goto fail;
         /* a verification candidate: checked once per (campaign, target) with
@@ -970,7 +983,12 @@ int kf_queue_reap(kf_db *db, int *requeued, int *exhausted, char *err, size_t er
         "                            (NOT j.acked AND j.unacked_lost + 1 >= 5) THEN now() END"
         "  FROM exp WHERE j.id = exp.id"
         "  RETURNING j.id, j.candidate_id, j.attempts, j.lost, j.worker_id, j.fencing_token,"
-        "    j.state, j.acked, j.unacked_lost)"
+        "    j.state, j.acked, j.unacked_lost, j.campaign_id, j.target, j.purpose),"
+        /* their counts in campaign_counts (schema 006) */
+        " cnt AS (INSERT INTO campaign_counts (campaign_id, what, target, purpose, verdict, is_final, n)"
+        "  SELECT campaign_id, 'evaluation', target, purpose,"
+        "    CASE WHEN state = 'done' AND acked THEN 'runtime_error' ELSE 'infra_error' END, state = 'done',"
+        "    count(*) FROM upd GROUP BY 1, 3, 4, 5, 6)"
         " INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, fencing_token,"
         "   reported, verdict, detail, is_final)"
         " SELECT id, candidate_id, attempts + CASE WHEN acked THEN 0 ELSE 1 END, worker_id, fencing_token, false,"

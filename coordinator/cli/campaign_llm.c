@@ -96,7 +96,8 @@ int kf_cli_campaign_progress(kf_db *db, const char *name)
     char err[1024];
     PGresult *r = kf_db_exec(db,
         "SELECT c.strategy, c.strategy_state::text, c.max_candidates,"
-        " (SELECT count(*) FROM candidates k WHERE k.campaign_id = c.id AND k.proposer <> 'seed'),"
+        " (SELECT COALESCE(sum(n), 0) FROM campaign_counts k WHERE k.campaign_id = c.id"
+        "    AND k.what = 'candidate' AND k.proposer <> 'seed'),"
         " (SELECT string_agg(state || ' ' || n, ', ' ORDER BY state) FROM (SELECT state, count(*) n"
         "    FROM proposals WHERE campaign_id = c.id GROUP BY state) s),"
         " (SELECT COALESCE(sum(prompt_tokens), 0) FROM proposals WHERE campaign_id = c.id),"

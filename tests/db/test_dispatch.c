@@ -24,6 +24,16 @@
  * the database holds exactly one final evaluation per job; the results of a
  * lease in one message (Result.more, one stale) are answered one status
  * each (more_status) and only the good ones stored, a resend DUPLICATE.
+ * Part 3, what a long campaign must not make slow (schema/006_counts.sql):
+ * results stored through the group commit, one at a time and by the
+ * reaper keep
+ * campaign_counts equal to counting the rows, before and after
+ * kf_campaign_compact_counts folds them (and a deleted campaign's go with
+ * it); kf_bests, which now reads the top of an index, names the same best,
+ * ties and overall best as reading every result in rank order -- with
+ * repeated speedups, a disputed fastest result and confirmed slower ones;
+ * kf_bests_top(3) the first three of those ties and a mark that there are
+ * more.
  * Prints "N passed, M failed"; exit status 1 on any failure.
  */
 #define _GNU_SOURCE
@@ -38,6 +48,7 @@
 #include <nanomsg/nn.h>
 #include <nanomsg/reqrep.h>
 
+#include "bests.h"
 #include "campaign.h"
 #include "db.h"
 #include "kf_wire.h"
@@ -563,16 +574,205 @@ end:
     kf_db_close(db);
 }
 
+/* ---- part 3: counts and bests that do not read the history ---- */
+
+/* The bests of campaign cid as the old code found them: every final ok
+ * result of the target read in rank order, the first the best, the rest
+ * tied when their interval overlaps the best's (kf_noise_tie). The best's
+ * candidate into *best (0: none), the tied candidates into ties[0..*nt). */
+static void bests_by_scan(kf_db *db, const char *cid, long long *best, long long *ties, int *nt, int cap)
+{
+    char err[512];
+    const char *p[1] = { cid };
+    *best = 0;
+    *nt = 0;
+    PGresult *r = kf_db_exec(db,
+        "SELECT k.id, COALESCE(e.speedup_lo, e.speedup), COALESCE(e.speedup_hi, e.speedup) "
+        "FROM jobs j JOIN evaluations e ON e.job_id = j.id AND e.is_final AND e.verdict = 'ok'"
+        "  AND e.speedup > 0 AND e.confirmation <> 'disputed' JOIN candidates k ON k.id = e.candidate_id "
+        "WHERE j.campaign_id = $1::bigint AND j.purpose = 'eval' "
+        "ORDER BY e.confirmation = 'confirmed' DESC, e.speedup DESC, k.id", 1, p, err, sizeof(err));
+    if (!r) {
+        fprintf(stderr, "bests by scan: %s\n", err);
+        return;
+    }
+    double lo = 0, hi = 0;
+    for (int i = 0; i < PQntuples(r); i++) {
+        double l = kf_db_f64(r, i, 1, 0), h = kf_db_f64(r, i, 2, 0);
+        if (i == 0) {
+            *best = kf_db_i64(r, i, 0, 0);
+            lo = l;
+            hi = h;
+        } else if (l <= hi && lo <= h && *nt < cap) {
+            ties[(*nt)++] = kf_db_i64(r, i, 0, 0);
+        }
+    }
+    PQclear(r);
+}
+
+/* kf_bests of campaign cid equals bests_by_scan, per target and overall
+ * (one target). */
+static void check_bests(kf_db *db, int64_t cid, const char *when)
+{
+    char err[512], ids[24];
+    snprintf(ids, sizeof(ids), "%lld", (long long)cid);
+    long long best, ties[512];
+    int nt;
+    bests_by_scan(db, ids, &best, ties, &nt, 512);
+    json_t *b = kf_bests(db, cid, err, sizeof(err));
+    CHECK(b != NULL, "%s: kf_bests: %s", when, err);
+    if (!b) return;
+    json_t *t0 = json_array_get(json_object_get(b, "targets"), 0);
+    json_t *jb = json_object_get(t0, "best"), *jt = json_object_get(t0, "ties");
+    long long got = json_is_null(jb) ? 0 : (long long)json_integer_value(json_object_get(jb, "candidate"));
+    int same = got == best && (int)json_array_size(jt) == nt;
+    for (int i = 0; same && i < nt; i++)
+        same = json_integer_value(json_object_get(json_array_get(jt, (size_t)i), "candidate")) == ties[i];
+    CHECK(same, "%s: best %lld with %zu ties, the full scan says %lld with %d", when, got,
+          json_array_size(jt), best, nt);
+    json_t *ov = json_object_get(b, "overall");
+    long long og = json_is_null(ov) ? 0 : (long long)json_integer_value(json_object_get(ov, "candidate"));
+    int osame = og == best && (best == 0 || (int)json_array_size(json_object_get(ov, "ties")) == nt);
+    for (int i = 0; osame && best && i < nt; i++)
+        osame = json_integer_value(json_array_get(json_object_get(ov, "ties"), (size_t)i)) == ties[i];
+    CHECK(osame, "%s: overall best %lld (ties alike), the full scan says %lld", when, og, best);
+    json_decref(b);
+    /* the first three ties only (campaign status): the same three, and a
+     * mark that there are more */
+    b = kf_bests_top(db, cid, 3, err, sizeof(err));
+    CHECK(b != NULL, "%s: kf_bests_top: %s", when, err);
+    if (!b) return;
+    t0 = json_array_get(json_object_get(b, "targets"), 0);
+    jt = json_object_get(t0, "ties");
+    int cut = nt > 3 ? 3 : nt;
+    same = (int)json_array_size(jt) == cut && json_is_true(json_object_get(t0, "ties_more")) == (nt > 3);
+    for (int i = 0; same && i < cut; i++)
+        same = json_integer_value(json_object_get(json_array_get(jt, (size_t)i), "candidate")) == ties[i];
+    CHECK(same, "%s: the first 3 of %d ties, and more marked: got %zu", when, nt, json_array_size(jt));
+    json_decref(b);
+}
+
+/* campaign_counts summed equals counting the rows themselves. */
+static void check_counts(kf_db *db, int64_t cid, const char *when)
+{
+    char sql[1024];
+    snprintf(sql, sizeof(sql),
+        "SELECT count(*) FROM ("
+        " SELECT j.target, j.purpose, e.verdict, e.is_final, count(*) n FROM evaluations e"
+        "   JOIN jobs j ON j.id = e.job_id WHERE j.campaign_id = %lld GROUP BY 1, 2, 3, 4"
+        " UNION ALL SELECT '', 'candidate', proposer, false, count(*) FROM candidates"
+        "   WHERE campaign_id = %lld GROUP BY 3) f FULL JOIN ("
+        " SELECT target, CASE WHEN what = 'candidate' THEN 'candidate' ELSE purpose END AS purpose,"
+        "   CASE WHEN what = 'candidate' THEN proposer ELSE verdict END AS verdict, is_final, sum(n) n"
+        "   FROM campaign_counts WHERE campaign_id = %lld GROUP BY 1, 2, 3, 4) c"
+        " USING (target, purpose, verdict, is_final) WHERE f.n IS DISTINCT FROM c.n",
+        (long long)cid, (long long)cid, (long long)cid);
+    CHECK(q1(db, sql) == 0, "%s: campaign_counts agrees with counting the rows", when);
+}
+
+static void part_history(const char *conninfo)
+{
+    char err[1024];
+    kf_db *db = kf_db_open(conninfo, err, sizeof(err));
+    CHECK(db != NULL, "%s", err);
+    if (!db) return;
+    CHECK(kf_db_migrate(db, NULL, err, sizeof(err)) == 0, "%s", err);
+    if (make_queue(db, "hist", 300) < 0) {
+        CHECK(0, "queue setup");
+        kf_db_close(db);
+        return;
+    }
+    int64_t cid = q1(db, "SELECT id FROM campaigns WHERE name = 'hist'");
+    check_bests(db, cid, "no result yet");
+    kf_queue_config qc;
+    kf_queue_config_default(&qc);
+    const char *cls[1] = { "cpu" };
+    char dev[] = "[]";
+    kf_queue_register_worker(db, "wh", "h", "cpu", dev, cls, 1, NULL, NULL, 1, err, sizeof(err));
+    /* results through both paths: groups of up to 40, and one at a time
+     * (each statement adds its own counts rows: more than 64 to fold);
+     * speedups repeat, so that ranks are decided by candidate id; a
+     * quarter fails */
+    static const double sp[] = { 1.0, 1.25, 1.25, 1.5, 0.8, 1.52, 1.5, 2.0, 1.97 };
+    kf_result res[9], fail = res_ok(0);
+    fail.verdict = "compile_error";
+    for (int i = 0; i < 9; i++) res[i] = res_ok(sp[i]);
+    int done = 0, stored_ok = 1;
+    for (int round = 0; round < 40; round++) {
+        kf_lease l[KF_QUEUE_MAX_LEASES];
+        int n = 0;
+        int want = round < 5 ? 40 : 2;
+        if (kf_queue_lease_many(db, &qc, "wh", cls, 1, want, l, &n, err, sizeof(err)) != KF_Q_OK) break;
+        kf_queue_item it[KF_QUEUE_MAX_LEASES];
+        for (int i = 0; i < n; i++) {
+            int k = done + i;
+            item(&it[i], "wh", &l[i], k % 4 == 3 ? &fail : &res[k % 9]);
+        }
+        if (round < 5) {
+            kf_queue_result_group(db, &qc, it, n);
+        } else {
+            for (int i = 0; i < n; i++)
+                it[i].st = kf_queue_result(db, &qc, "wh", it[i].job_id, it[i].token, it[i].lease_token,
+                                           KF_QUEUE_TOKEN_LEN, it[i].res, NULL, it[i].err, sizeof(it[i].err));
+        }
+        for (int i = 0; i < n; i++) stored_ok &= it[i].st == KF_Q_OK;
+        done += n;
+    }
+    CHECK(stored_ok && done >= 270, "%d results stored through both paths", done);
+    /* and through the reaper: one lease expires acknowledged on its last
+     * attempt (a final runtime_error), one unacknowledged (requeued) */
+    kf_lease lx[2];
+    int nx = 0;
+    CHECK(kf_queue_lease_many(db, &qc, "wh", cls, 1, 2, lx, &nx, err, sizeof(err)) == KF_Q_OK && nx == 2,
+          "two more leases (%s)", err);
+    if (nx == 2) {
+        char sql[256];
+        snprintf(sql, sizeof(sql), "UPDATE jobs SET lease_deadline = now() - interval '1 s', acked = (id = %lld),"
+                 " attempts = max_attempts WHERE id IN (%lld, %lld)", (long long)lx[0].job_id,
+                 (long long)lx[0].job_id, (long long)lx[1].job_id);
+        exec_ok(db, sql);
+        int rq = 0, ex = 0;
+        CHECK(kf_queue_reap(db, &rq, &ex, err, sizeof(err)) == 0 && rq == 1 && ex == 1,
+              "reaper: 1 requeued, 1 exhausted (got %d, %d: %s)", rq, ex, err);
+    }
+    check_counts(db, cid, "after results");
+    check_bests(db, cid, "after results");
+    /* a confirmed result ranks first, a disputed one is never named */
+    exec_ok(db, "UPDATE evaluations SET confirmation = 'disputed' WHERE id = (SELECT e.id FROM evaluations e"
+                " JOIN jobs j ON j.id = e.job_id WHERE j.purpose = 'eval' AND e.is_final AND e.verdict = 'ok'"
+                " ORDER BY e.speedup DESC, e.candidate_id LIMIT 1)");
+    check_bests(db, cid, "the fastest disputed");
+    exec_ok(db, "UPDATE evaluations SET confirmation = 'confirmed' WHERE id IN (SELECT e.id FROM evaluations e"
+                " JOIN jobs j ON j.id = e.job_id WHERE j.purpose = 'eval' AND e.is_final AND e.verdict = 'ok'"
+                " AND e.speedup = 1.25 ORDER BY e.candidate_id DESC LIMIT 2)");
+    check_bests(db, cid, "two slower ones confirmed");
+    long long rows = q1(db, "SELECT count(*) FROM campaign_counts");
+    long folded = 0;
+    CHECK(kf_campaign_compact_counts(db, &folded, err, sizeof(err)) == 0, "%s", err);
+    long long after = q1(db, "SELECT count(*) FROM campaign_counts");
+    CHECK(rows > 64 && folded == rows && after < 16,
+          "%lld counts rows folded into %lld (folded %ld)", rows, after, folded);
+    check_counts(db, cid, "after folding");
+    CHECK(kf_campaign_compact_counts(db, &folded, err, sizeof(err)) == 0 && folded == 0,
+          "a campaign with few rows is left alone (folded %ld)", folded);
+    exec_ok(db, "UPDATE campaigns SET state = 'paused' WHERE id = (SELECT id FROM campaigns WHERE name = 'hist')");
+    CHECK(kf_campaign_delete(db, "hist", err, sizeof(err)) == 0, "delete: %s", err);
+    CHECK(q1(db, "SELECT count(*) FROM campaign_counts") == 0, "a deleted campaign's counts are gone");
+    kf_db_close(db);
+}
+
 int main(void)
 {
-    char c1[1024], c2[1024];
-    if (!fresh_db("kft_dispatch_lib", c1, sizeof(c1)) || !fresh_db("kft_dispatch_srv", c2, sizeof(c2))) {
+    char c1[1024], c2[1024], c3[1024];
+    if (!fresh_db("kft_dispatch_lib", c1, sizeof(c1)) || !fresh_db("kft_dispatch_srv", c2, sizeof(c2)) ||
+        !fresh_db("kft_dispatch_hist", c3, sizeof(c3))) {
         fprintf(stderr, "cannot create a database: is the devdb cluster running (KFARM_DEVDB_DIR)?\n");
         printf("0 passed, 1 failed\n");
         return 1;
     }
     part_library(c1);
     part_server(c2);
+    part_history(c3);
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail ? 1 : 0;
 }

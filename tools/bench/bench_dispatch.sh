@@ -10,6 +10,9 @@
 #   RUNS=3                 runs per count and system (the table shows medians)
 #   DURATION=10            measured window per run, s
 #   QUEUE=20000            kernelfarm jobs queued before each run
+#   HISTORY=0              finished jobs (with candidates and evaluations) the
+#                          campaign holds before its queue (loadgen --history,
+#                          written with generate_series)
 #   GRAPHILE_QUEUE=100000  graphile-worker jobs queued before each run (its
 #                          batched mode would empty 20,000 in about a second)
 #   BUILD=build-bench      build folder (configured here when it has no cache)
@@ -23,6 +26,15 @@
 #   BATCH_RESULTS=0        loadgen --batch-results: the results of a lease's jobs
 #                          in one message (Result.more; default 0)
 #   COORD_THREADS=         kfarm-coordinator --threads (default: the coordinator's)
+#   COORDS=1               coordinator counts to run, e.g. COORDS="1 2 4" (or 1,2,4):
+#                          K coordinators on one database, each on its own port,
+#                          the fleet spread over them (loadgen worker i to
+#                          coordinator i mod K); one kernelfarm run per K,
+#                          graphile-worker once per run (it has no such
+#                          setting); the summary has one row per N and K
+#   CONNECT_ALL=0          1: every simulated worker connects to all K
+#                          coordinators (loadgen --connect-all 1), so one
+#                          worker's requests reach different coordinators
 #
 # What it does:
 # 1. builds loadgen, kfarm-coordinator and kfarm (RelWithDebInfo, CUDA off,
@@ -92,34 +104,47 @@ out=$build/bench-results/dispatch-$stamp.txt
 logs=$build/bench-results/dispatch-$stamp-logs
 mkdir -p "$logs"
 port=$((20000 + RANDOM % 20000))
-addr=tcp://127.0.0.1:$port
+coords_list=$(tr ',' ' ' <<<"${COORDS:-1}")
 clk=$(getconf CLK_TCK)
 
-coord_pid=
+coord_pids=()
 stop_coordinator() {
-  [ -n "$coord_pid" ] || return 0
-  kill -TERM "$coord_pid" 2>/dev/null || true
-  for _ in $(seq 50); do kill -0 "$coord_pid" 2>/dev/null || break; sleep 0.1; done
-  kill -9 "$coord_pid" 2>/dev/null || true
-  wait "$coord_pid" 2>/dev/null || true
-  coord_pid=
+  local pid
+  [ "${#coord_pids[@]}" -gt 0 ] || return 0
+  for pid in "${coord_pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${coord_pids[@]}"; do
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  coord_pids=()
 }
 trap 'stop_coordinator; [ "${KEEP_DB:-0}" = 1 ] || tools/devdb stop >/dev/null 2>&1 || true' EXIT
 
-run_kfarm() { # N RUN
-  local n=$1 r=$2 db log cpu
+run_kfarm() { # N RUN [K coordinators]
+  local n=$1 r=$2 k=${3:-1} db log cpu pid i rc=0 args=() pids=()
   db=$(tools/devdb createdb "kfd_${n}_$r" 2>/dev/null)
-  log=$logs/coordinator-$n-$r.log
-  KFARM_DB=$db "$build/kfarm-coordinator" --listen "$addr" ${COORD_THREADS:+--threads "$COORD_THREADS"} >"$log" 2>&1 &
-  coord_pid=$!
-  for _ in $(seq 300); do grep -q "coordinator started" "$log" && break; sleep 0.1; done
-  grep -q "coordinator started" "$log" || { echo "coordinator did not start (log: $log)"; tail -5 "$log"; stop_coordinator; return 1; }
-  local rc=0
-  KFARM_DB=$db "$build/tools/bench/loadgen" --coordinator "$addr" --workers "$n" \
-    --duration "$duration" --queue "$queue" --piggyback "${PIGGYBACK:-0}" \
+  # K coordinators on one database, ports port .. port+K-1; the first
+  # applies the schema, the others wait for it (--no-migrate)
+  for i in $(seq 0 $((k - 1))); do
+    log=$logs/coordinator-$n-$r-k$k-$i.log
+    KFARM_DB=$db "$build/kfarm-coordinator" --listen "tcp://127.0.0.1:$((port + i))" \
+      ${COORD_THREADS:+--threads "$COORD_THREADS"} $([ "$i" = 0 ] || echo --no-migrate) >"$log" 2>&1 &
+    pid=$!
+    coord_pids+=("$pid")
+    pids+=("$pid")
+    for _ in $(seq 300); do grep -q "coordinator started" "$log" && break; sleep 0.1; done
+    grep -q "coordinator started" "$log" || { echo "coordinator $i did not start (log: $log)"; tail -5 "$log"; stop_coordinator; return 1; }
+    args+=(--coordinator "tcp://127.0.0.1:$((port + i))")
+  done
+  KFARM_DB=$db "$build/tools/bench/loadgen" "${args[@]}" --connect-all "${CONNECT_ALL:-0}" --workers "$n" \
+    --duration "$duration" --queue "$queue" --history "${HISTORY:-0}" --piggyback "${PIGGYBACK:-0}" \
     --jobs-per-lease "${JOBS_PER_LEASE:-1}" --batch-results "${BATCH_RESULTS:-0}" || rc=$?
-  cpu=$(awk -v t="$clk" '{printf "%.2f", ($14 + $15) / t}' "/proc/$coord_pid/stat" 2>/dev/null || echo 0)
-  echo "RESULT coordinator workers=$n run=$r cpu_s=$cpu"
+  cpu=0
+  for pid in "${pids[@]}"; do
+    cpu=$(awk -v t="$clk" -v c="$cpu" '{printf "%.2f", c + ($14 + $15) / t}' "/proc/$pid/stat" 2>/dev/null || echo "$cpu")
+  done
+  echo "RESULT coordinator workers=$n run=$r coords=$k cpu_s=$cpu"
   stop_coordinator
   tools/devdb dropdb "kfd_${n}_$r" >/dev/null 2>&1 || true
   return $rc
@@ -144,13 +169,15 @@ status=0
   echo "postgres: $(psql "$conn" -tAc 'SHOW server_version' 2>/dev/null || echo '?') (devdb: fsync on, unix socket)"
   echo "node:     $(node --version), graphile-worker $(node -p 'require("./tools/bench/graphile/node_modules/graphile-worker/package.json").version')"
   echo "commit:   $(git rev-parse --short HEAD 2>/dev/null || echo ?)"
-  echo "settings: WORKERS='$workers_list' RUNS=$runs DURATION=$duration QUEUE=$queue GRAPHILE_QUEUE=$gqueue PIGGYBACK=${PIGGYBACK:-0} JOBS_PER_LEASE=${JOBS_PER_LEASE:-1} BATCH_RESULTS=${BATCH_RESULTS:-0} COORD_THREADS=${COORD_THREADS:-default}"
+  echo "settings: WORKERS='$workers_list' RUNS=$runs DURATION=$duration QUEUE=$queue GRAPHILE_QUEUE=$gqueue PIGGYBACK=${PIGGYBACK:-0} JOBS_PER_LEASE=${JOBS_PER_LEASE:-1} BATCH_RESULTS=${BATCH_RESULTS:-0} COORD_THREADS=${COORD_THREADS:-default} COORDS='$coords_list' CONNECT_ALL=${CONNECT_ALL:-0} HISTORY=${HISTORY:-0}"
   rc=0
   for n in $workers_list; do
     for r in $(seq "$runs"); do
-      echo
-      echo "== workers=$n run=$r: kernelfarm (load $(cut -d' ' -f1 /proc/loadavg))"
-      run_kfarm "$n" "$r" || rc=1
+      for k in $coords_list; do
+        echo
+        echo "== workers=$n run=$r coordinators=$k: kernelfarm (load $(cut -d' ' -f1 /proc/loadavg))"
+        run_kfarm "$n" "$r" "$k" || rc=1
+      done
       [[ " ${SYSTEMS:-kfarm graphile} " == *" graphile "* ]] || continue
       echo "== workers=$n run=$r: graphile-worker"
       run_graphile "$n" "$r" || rc=1
@@ -178,16 +205,19 @@ function median(list,   v, n, i, j, t) {
   if (n % 2) return v[(n + 1) / 2]
   return (v[n / 2] + v[n / 2 + 1]) / 2
 }
-/^RESULT loadgen / { w = kv($0, "workers"); if (!(w in seen)) { seen[w] = 1; order[++no] = w }
-                     kf[w] = kf[w] " " kv($0, "jobs_per_s"); p99[w] = p99[w] " " kv($0, "getjob_p99_ms") }
-/^RESULT graphile / { w = kv($0, "workers"); if (!(w in seen)) { seen[w] = 1; order[++no] = w }
+/^RESULT loadgen / { w = kv($0, "workers"); k = kv($0, "coords"); if (k == "") k = 1; key = w " " k
+                     if (!(key in seen)) { seen[key] = 1; order[++no] = key }
+                     kf[key] = kf[key] " " kv($0, "jobs_per_s"); p99[key] = p99[key] " " kv($0, "getjob_p99_ms")
+                     r99[key] = r99[key] " " kv($0, "result_p99_ms") }
+/^RESULT graphile / { w = kv($0, "workers")
                       if (kv($0, "batched") == 1) gb[w] = gb[w] " " kv($0, "jobs_per_s"); else g[w] = g[w] " " kv($0, "jobs_per_s") }
 END {
-  printf "| %7s | %17s | %16s | %15s | %23s | %7s |\n", "workers", "kernelfarm jobs/s", "get-job p99 (ms)", "graphile jobs/s", "graphile batched jobs/s", "ratio"
-  printf "|--------:|------------------:|-----------------:|----------------:|------------------------:|--------:|\n"
+  printf "| %7s | %6s | %17s | %16s | %15s | %15s | %23s | %7s |\n", "workers", "coords", "kernelfarm jobs/s", "get-job p99 (ms)", "result p99 (ms)", "graphile jobs/s", "graphile batched jobs/s", "ratio"
+  printf "|--------:|-------:|------------------:|-----------------:|----------------:|----------------:|------------------------:|--------:|\n"
   for (i = 1; i <= no; i++) {
-    w = order[i]; mk = median(kf[w]); mp = median(p99[w]); mg = median(g[w]); mb = median(gb[w])
-    printf "| %7s | %17.1f | %16.1f | %15.1f | %23.1f | %7.4f |\n", w, mk, mp, mg, mb, (mb > 0 ? mk / mb : 0)
+    split(order[i], wk, " "); w = wk[1]
+    mk = median(kf[order[i]]); mp = median(p99[order[i]]); mr = median(r99[order[i]]); mg = median(g[w]); mb = median(gb[w])
+    printf "| %7s | %6s | %17.1f | %16.1f | %15.1f | %15.1f | %23.1f | %7.4f |\n", w, wk[2], mk, mp, mr, mg, mb, (mb > 0 ? mk / mb : 0)
   }
 }' "$out" | tee -a "$out"
 echo "(full output: $out; coordinator logs: $logs)"

@@ -1,8 +1,9 @@
 /*
  * loadgen.c -- N simulated workers against a real, running kfarm-coordinator.
  *
- *   loadgen --coordinator ADDR --workers N [--duration S] [--jobs J]
- *           [--queue M] [--heartbeats K] [--piggyback 0|1] [--jobs-per-lease L]
+ *   loadgen --coordinator ADDR [--coordinator ADDR2 ...] [--connect-all 0|1]
+ *           --workers N [--duration S] [--jobs J]
+ *           [--queue M] [--history H] [--heartbeats K] [--piggyback 0|1] [--jobs-per-lease L]
  *           [--batch-results 0|1]
  *           [--procs P] [--poll-ms MS]
  *           [--timeout-ms MS] [--warmup S|auto] [--warmup-max S]
@@ -16,10 +17,20 @@
  *      (kf_campaign_create on tests/tasks/farm_axpy_f32, target class "cpu",
  *      strategy tune, then kf_campaign_start), then M candidates (the seed's
  *      source with distinct defines {"LOADGEN": i}) and one 'eval' job each on
- *      "cpu", with one INSERT ... SELECT each, in one transaction;
+ *      "cpu", with one INSERT ... SELECT each, in one transaction; with
+ *      --history H, the campaign first gets H finished jobs, candidates and
+ *      evaluations (setup_history: a mix of verdicts), also written with
+ *      generate_series, so that dispatch is measured after a long campaign;
  *    - N worker identities "<prefix>-<i>", enrolled the way `kfarm worker add`
  *      does (kf_cred_new_secret, kf_cred_derive, kf_server_cred_store with the
  *      derived key K), all in one transaction; the secrets stay in memory.
+ *    Several --coordinator addresses (coordinators sharing one database,
+ *    issue 13): simulated worker i connects to address i mod K, so the fleet
+ *    is spread evenly over the K coordinators; with --connect-all 1 every
+ *    worker connects to all K (as `kfarm-worker --coordinator A
+ *    --coordinator B` does) and nanomsg's REQ socket spreads its requests
+ *    over them, so one worker's consecutive requests reach different
+ *    coordinators.
  * 2. Registration (timed as "register"): every simulated worker has its own
  *    nanomsg REQ socket and credential, and speaks the real protocol through
  *    proto/kf_wire.h (sealed v2 frames, replies authenticated with the
@@ -58,8 +69,9 @@
  *    unanswered are reported). Then the campaign is paused (so a later run in the
  *    same database starts from its own queue) and the database is checked:
  *    the final `ok` evaluations stored under this run's worker names must be
- *    at least the jobs acknowledged OK ("durable before acknowledged";
- *    the run fails, exit 1, otherwise).
+ *    at least the jobs acknowledged OK ("durable before acknowledged"), and
+ *    no job of the database may hold more than one final evaluation (the
+ *    run fails, exit 1, otherwise).
  *
  * Output: one table (calls, p50 / p99 / max latency in ms from send to
  * authenticated reply, and the count of every reply status), and one
@@ -68,7 +80,8 @@
  *     register_p50_ms=.. register_p99_ms=.. getjob_p50_ms=.. getjob_p99_ms=..
  *     getjob_max_ms=.. hb_p50_ms=.. hb_p99_ms=.. result_p50_ms=..
  *     result_p99_ms=.. result_max_ms=.. no_job=.. errors=.. timeouts=..
- *     loadgen_cpu_s=.. warmup_s=.. ran_dry=0|1 verified=0|1
+ *     loadgen_cpu_s=.. warmup_s=.. ran_dry=0|1 verified=0|1 per_lease=..
+ *     batch_results=.. coords=K connect_all=0|1 dup_finals=.. history=H
  * jobs/s = results acknowledged OK inside the window / window length (s).
  * loadgen_cpu_s is the driving processes' own CPU time (user + system) in
  * the window, s: on a small machine the load generator competes with the
@@ -102,6 +115,7 @@
 #define LG_MAX_PROCS 64
 #define LG_PER_PROC 500   /* nanomsg allows 512 sockets per process */
 #define LG_SNDTAG 0x80000000u /* epoll data: the sim's send fd, not its receive fd */
+#define LG_MAX_ADDRS 16       /* --coordinator addresses at most */
 
 enum { C_REGISTER, C_GETJOB, C_HEARTBEAT, C_RESULT, C_N };
 /* phases of a run (lg.phase) */
@@ -165,7 +179,9 @@ typedef struct {
 
 /* Shared by the parent and every driving process (MAP_SHARED). */
 struct lg {
-    const char *addr;
+    const char *addr[LG_MAX_ADDRS]; /* the coordinators' addresses */
+    int naddr;
+    int connect_all;     /* each worker connects to every address (else worker i to i mod naddr) */
     int workers, procs, heartbeats, poll_ms, timeout_ms;
     int piggyback;       /* each Result carries the next GetJob */
     int per_lease;       /* jobs asked for per GetJob (max_jobs) */
@@ -469,6 +485,11 @@ static int on_reply(driver *d, int i, Kfarm__Reply *rep, int x, int64_t lat_ns)
         atomic_fetch_add(&g->warmed, 1);
     }
     if (phase >= PH_DRAIN) { /* no new requests */
+        if (call == C_RESULT && rep) { /* acknowledged in the drain: counted for the check */
+            d->acked_jobs += x == KFARM__STATUS__OK;
+            for (size_t k = 0; s->batched > 0 && k < rep->n_more_status; k++)
+                d->acked_jobs += rep->more_status[k] == KFARM__STATUS__OK;
+        }
         if (rep) kfarm__reply__free_unpacked(rep, NULL);
         return 0;
     }
@@ -692,9 +713,75 @@ out:
 
 /* ---- setup in the database ---- */
 
-/* Create the campaign and its M queued jobs. *cid receives its id. Returns
- * 0 or -1 with reason. */
-static int setup_queue(kf_db *db, const char *task_dir, const char *name, long m, int64_t *cid,
+/* History (--history H): H finished jobs of campaign cid, each with its
+ * candidate and one final evaluation, written with generate_series as a
+ * long campaign would have left them (older ids than the queue, finished
+ * over the past hours by 1,000 workers "hist-<k>"): verdicts about 20% ok
+ * (speedup 0.5-2.0 with its noise interval and the metrics of a timed
+ * shape), 35% compile_error (with a compile log), 25% incorrect, 10%
+ * runtime_error, 6% timeout, 4% load_error; every 50th job also has a
+ * non-final infra_error attempt before its final one. Inside the caller's
+ * transaction. Returns 0 or -1 with reason. */
+static int setup_history(kf_db *db, int64_t cid, long h, char *err, size_t errlen)
+{
+    char id[32], n[32];
+    snprintf(id, sizeof(id), "%lld", (long long)cid);
+    snprintf(n, sizeof(n), "%ld", h);
+    const char *p[2] = { id, n };
+    const char *pm[2] = { id, METRICS };
+    if (kf_db_cmd(db,
+            "INSERT INTO candidates (campaign_id, source, sha256, defines, parent_id, proposer, created_at) "
+            "SELECT s.campaign_id, s.source, s.sha256, jsonb_build_object('HIST', g::text), s.id, 'human',"
+            "       now() - interval '1 millisecond' * 36 * ($2::int - g) - interval '1 minute' "
+            "FROM candidates s, generate_series(1, $2::int) g "
+            "WHERE s.campaign_id = $1::bigint AND s.proposer = 'seed'", 2, p, err, errlen) < 0 ||
+        kf_db_cmd(db,
+            "INSERT INTO jobs (candidate_id, campaign_id, target, max_attempts, purpose, state, attempts,"
+            "                  fencing_token, worker_id, leased_at, finished_at, acked, created_at) "
+            "SELECT id, campaign_id, 'cpu', 3, 'eval', 'done', CASE WHEN id % 50 = 0 THEN 2 ELSE 1 END,"
+            "       nextval('fencing_seq'), 'hist-' || (id % 1000), created_at, created_at + interval '2 s', true,"
+            "       created_at "
+            "FROM candidates WHERE campaign_id = $1::bigint AND defines ? 'HIST' ORDER BY id",
+            1, p, err, errlen) < 0 ||
+        kf_db_cmd(db,
+            "INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, fencing_token, verdict,"
+            "                         detail, created_at) "
+            "SELECT id, candidate_id, 1, 'hist-' || ((id + 1) % 1000), fencing_token - 1000000000000,"
+            "       'infra_error', 'loadgen history: a worker failed', finished_at - interval '1 s' "
+            "FROM jobs WHERE campaign_id = $1::bigint AND state = 'done' AND attempts = 2",
+            1, p, err, errlen) < 0 ||
+        kf_db_cmd(db,
+            "INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, fencing_token, verdict,"
+            "   detail, metrics, candidate_us, baseline_us, speedup, compile_log, is_final, created_at,"
+            "   cv, speedup_lo, speedup_hi) "
+            "SELECT j.id, j.candidate_id, j.attempts, j.worker_id, j.fencing_token, v.verdict,"
+            "   CASE WHEN v.verdict <> 'ok' THEN 'loadgen history: ' || v.verdict END,"
+            "   CASE WHEN v.verdict = 'ok' THEN $2::jsonb END,"
+            "   CASE WHEN v.verdict = 'ok' THEN 100 / v.sp END, CASE WHEN v.verdict = 'ok' THEN 100 END,"
+            "   CASE WHEN v.verdict = 'ok' THEN v.sp END,"
+            "   CASE WHEN v.verdict = 'compile_error' THEN 'candidate.c:12:5: error: expected'';'' before ''}'' token' END,"
+            "   true, j.finished_at, CASE WHEN v.verdict = 'ok' THEN 0.01 END,"
+            "   CASE WHEN v.verdict = 'ok' THEN v.sp * 0.97 END, CASE WHEN v.verdict = 'ok' THEN v.sp * 1.03 END "
+            "FROM jobs j CROSS JOIN LATERAL (SELECT CASE WHEN j.id % 100 < 20 THEN 'ok'"
+            "   WHEN j.id % 100 < 55 THEN 'compile_error' WHEN j.id % 100 < 80 THEN 'incorrect'"
+            "   WHEN j.id % 100 < 90 THEN 'runtime_error' WHEN j.id % 100 < 96 THEN 'timeout'"
+            "   ELSE 'load_error' END AS verdict,"
+            "   0.5 + 1.5 * ((j.id * 7919) % 10007) / 10007.0 AS sp) v "
+            "WHERE j.campaign_id = $1::bigint AND j.state = 'done'", 2, pm, err, errlen) < 0 ||
+        /* their counts, as the coordinator adds them (schema/006_counts.sql) */
+        kf_db_cmd(db,
+            "INSERT INTO campaign_counts (campaign_id, what, target, purpose, verdict, is_final, n) "
+            "SELECT j.campaign_id, 'evaluation', j.target, j.purpose, e.verdict, e.is_final, count(*) "
+            "FROM evaluations e JOIN jobs j ON j.id = e.job_id WHERE j.campaign_id = $1::bigint "
+            "GROUP BY 1, 3, 4, 5, 6", 1, p, err, errlen) < 0)
+        return -1;
+    return 0;
+}
+
+/* Create the campaign, its H finished jobs (setup_history; h = 0: none)
+ * and its M queued jobs. *cid receives its id. Returns 0 or -1 with
+ * reason. */
+static int setup_queue(kf_db *db, const char *task_dir, const char *name, long h, long m, int64_t *cid,
                        char *err, size_t errlen)
 {
     kf_campaign_spec spec;
@@ -710,7 +797,8 @@ static int setup_queue(kf_db *db, const char *task_dir, const char *name, long m
     snprintf(n, sizeof(n), "%ld", m);
     const char *p[2] = { id, n };
     if (kf_db_begin(db, err, errlen) < 0) return -1;
-    if (kf_db_cmd(db,
+    if ((h > 0 && setup_history(db, *cid, h, err, errlen) < 0) ||
+        kf_db_cmd(db,
             "INSERT INTO candidates (campaign_id, source, sha256, defines, parent_id, proposer) "
             "SELECT s.campaign_id, s.source, s.sha256, jsonb_build_object('LOADGEN', g::text),"
             "       s.id, 'human' "
@@ -719,14 +807,15 @@ static int setup_queue(kf_db *db, const char *task_dir, const char *name, long m
         kf_db_cmd(db,
             "INSERT INTO jobs (candidate_id, campaign_id, target, max_attempts, purpose) "
             "SELECT id, campaign_id, 'cpu', 3, 'eval' FROM candidates "
-            "WHERE campaign_id = $1::bigint AND proposer = 'human' ORDER BY id",
+            "WHERE campaign_id = $1::bigint AND proposer = 'human' AND defines ? 'LOADGEN' ORDER BY id",
             1, p, err, errlen) < 0 ||
         kf_db_commit(db, err, errlen) < 0) {
         kf_db_rollback(db);
         return -1;
     }
     if (kf_db_cmd(db, "ANALYZE jobs", 0, NULL, err, errlen) < 0 ||
-        kf_db_cmd(db, "ANALYZE candidates", 0, NULL, err, errlen) < 0)
+        kf_db_cmd(db, "ANALYZE candidates", 0, NULL, err, errlen) < 0 ||
+        (h > 0 && kf_db_cmd(db, "ANALYZE evaluations", 0, NULL, err, errlen) < 0))
         return -1;
     return kf_campaign_start(db, name, err, errlen);
 }
@@ -770,6 +859,31 @@ static int count_stored(kf_db *db, const char *prefix, long *stored, char *err, 
         "   AND worker_id LIKE $1", 1, p, err, errlen);
     if (!r) return -1;
     *stored = (long)kf_db_i64(r, 0, 0, 0);
+    PQclear(r);
+    return 0;
+}
+
+/* Consistency of what this run's workers touched, into *dup (jobs holding
+ * more than one final evaluation) and, for campaign cid (0: skipped),
+ * *mismatch (jobs whose state 'done' disagrees with having a final
+ * evaluation). Returns 0, or -1 with reason. */
+static int count_inconsistent(kf_db *db, const char *prefix, int64_t cid, long *dup, long *mismatch,
+                              char *err, size_t errlen)
+{
+    char like[80], id[32];
+    snprintf(like, sizeof(like), "%s-%%", prefix);
+    snprintf(id, sizeof(id), "%lld", (long long)cid);
+    const char *p[2] = { like, id };
+    PGresult *r = kf_db_exec(db,
+        "SELECT (SELECT count(*) FROM (SELECT e.job_id FROM evaluations e"
+        "          WHERE e.is_final AND e.job_id IN (SELECT job_id FROM evaluations WHERE worker_id LIKE $1)"
+        "          GROUP BY e.job_id HAVING count(*) > 1) d),"
+        "       (SELECT count(*) FROM jobs j WHERE j.campaign_id = $2::bigint AND"
+        "          (j.state = 'done') <> EXISTS (SELECT 1 FROM evaluations f WHERE f.job_id = j.id AND f.is_final))",
+        2, p, err, errlen);
+    if (!r) return -1;
+    *dup = (long)kf_db_i64(r, 0, 0, 0);
+    *mismatch = (long)kf_db_i64(r, 0, 1, 0);
     PQclear(r);
     return 0;
 }
@@ -824,11 +938,18 @@ static int run_proc(lg *g, int idx, int first, int n, int fd)
         size_t sz = sizeof(int);
         s->has_sock = sock >= 0;
         s->cl.sock = sock;
-        if (sock < 0 || kf_wire_socket_setup(sock, KF_WIRE_MAX_MSG, -1, -1, err, sizeof(err)) < 0 ||
-            nn_connect(sock, g->addr) < 0 || kf_wire_client_init(&s->cl, sock, name, &g->keys[first + k]) < 0 ||
+        /* worker i to coordinator i mod K, or (--connect-all) to every one */
+        const char *addr = g->addr[(first + k) % g->naddr];
+        int set_ok = sock >= 0 && kf_wire_socket_setup(sock, KF_WIRE_MAX_MSG, -1, -1, err, sizeof(err)) == 0;
+        int conn_ok = set_ok;
+        for (int a = 0; conn_ok && a < (g->connect_all ? g->naddr : 1); a++) {
+            if (g->connect_all) addr = g->addr[a];
+            conn_ok = nn_connect(sock, addr) >= 0;
+        }
+        if (!set_ok || !conn_ok || kf_wire_client_init(&s->cl, sock, name, &g->keys[first + k]) < 0 ||
             nn_getsockopt(sock, NN_SOL_SOCKET, NN_RCVFD, &s->rcvfd, &sz) < 0 ||
             (sz = sizeof(int), nn_getsockopt(sock, NN_SOL_SOCKET, NN_SNDFD, &s->sndfd, &sz)) < 0)
-            snprintf(d.err, sizeof(d.err), "socket of %.60s to %.60s: %.100s", name, g->addr,
+            snprintf(d.err, sizeof(d.err), "socket of %.60s to %.60s: %.100s", name, addr,
                      err[0] ? err : nn_strerror(nn_errno()));
     }
     OPENSSL_cleanse(g->keys, (size_t)g->workers * sizeof(kf_wire_key)); /* this copy */
@@ -872,7 +993,8 @@ static int read_proc(int fd, driver *d, samples all[C_N])
 static void usage(FILE *f)
 {
     fprintf(f,
-        "usage: loadgen --coordinator ADDR --workers N [--duration S] [--jobs J] [--queue M]\n"
+        "usage: loadgen --coordinator ADDR [--coordinator ADDR ...] [--connect-all 0|1]\n"
+        "               --workers N [--duration S] [--jobs J] [--queue M]\n"
         "               [--heartbeats K] [--piggyback 0|1] [--jobs-per-lease L] [--batch-results 0|1]\n"
         "               [--procs P]\n"
         "               [--poll-ms MS] [--timeout-ms MS]\n"
@@ -880,9 +1002,14 @@ static void usage(FILE *f)
         "               [--prefix NAME]\n"
         "               [--task DIR]\n"
         "  database: $KFARM_DB (the coordinator's). See the header of tools/bench/loadgen.c.\n"
+        "  --coordinator ADDR  a coordinator (repeat, at most %d, for several on one database):\n"
+        "                   worker i connects to the (i mod K)-th\n"
+        "  --connect-all 0|1   every worker connects to every coordinator (default 0)\n"
         "  --duration S     measured window, s (default 15)\n"
         "  --jobs J         stop once J results are acknowledged (default: M)\n"
         "  --queue M        jobs queued before the run (default 20000; 0: none, use what is queued)\n"
+        "  --history H      the campaign first gets H finished jobs with their evaluations\n"
+        "                   (generate_series; default 0)\n"
         "  --heartbeats K   heartbeats per job between GetJob and Result (default 1)\n"
         "  --piggyback 0|1  each Result carries the next GetJob (default 0)\n"
         "  --jobs-per-lease L  ask for L jobs per GetJob (max_jobs; default 1, at most %d): one\n"
@@ -898,7 +1025,7 @@ static void usage(FILE *f)
         "                   (default 2)\n"
         "  --drain-s S      after the window, wait at most this long for its last replies (default 60)\n"
         "  --prefix NAME    worker names NAME-0 .. NAME-(N-1) (default lg<time>-<pid>)\n",
-        KF_QUEUE_MAX_LEASES, LG_PER_PROC);
+        LG_MAX_ADDRS, KF_QUEUE_MAX_LEASES, LG_PER_PROC);
 }
 
 static int arg_num(const char *s, double lo, double hi, double *out)
@@ -926,7 +1053,7 @@ int main(int argc, char **argv)
     g->poll_ms = 500;
     g->timeout_ms = 15000;
     g->job_limit = -1;
-    long queue = 20000;
+    long queue = 20000, history = 0;
     int procs = 0;
     double warmup_s = -1, warmup_max_s = 60, min_rounds = 2;
     snprintf(g->prefix, sizeof(g->prefix), "lg%lx-%d", (unsigned long)time(NULL), (int)getpid());
@@ -941,11 +1068,18 @@ int main(int argc, char **argv)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout), 0;
         if (!v) return usage(stderr), 2;
         i++;
-        if (!strcmp(a, "--coordinator")) g->addr = v;
+        if (!strcmp(a, "--coordinator")) {
+            if (g->naddr == LG_MAX_ADDRS) {
+                fprintf(stderr, "loadgen: at most %d --coordinator addresses\n", LG_MAX_ADDRS);
+                return 2;
+            }
+            g->addr[g->naddr++] = v;
+        } else if (!strcmp(a, "--connect-all") && arg_num(v, 0, 1, &x) == 0) g->connect_all = (int)x;
         else if (!strcmp(a, "--workers") && arg_num(v, 1, LG_MAX_PROCS * LG_PER_PROC, &x) == 0) g->workers = (int)x;
         else if (!strcmp(a, "--duration") && arg_num(v, 0.1, 86400, &x) == 0) g->duration_s = x;
         else if (!strcmp(a, "--jobs") && arg_num(v, 1, 1e12, &x) == 0) g->job_limit = (long)x;
         else if (!strcmp(a, "--queue") && arg_num(v, 0, 1e8, &x) == 0) queue = (long)x;
+        else if (!strcmp(a, "--history") && arg_num(v, 0, 1e8, &x) == 0) history = (long)x;
         else if (!strcmp(a, "--heartbeats") && arg_num(v, 0, 1000, &x) == 0) g->heartbeats = (int)x;
         else if (!strcmp(a, "--piggyback") && arg_num(v, 0, 1, &x) == 0) g->piggyback = (int)x;
         else if (!strcmp(a, "--jobs-per-lease") && arg_num(v, 1, KF_QUEUE_MAX_LEASES, &x) == 0)
@@ -967,7 +1101,7 @@ int main(int argc, char **argv)
             return usage(stderr), 2;
         }
     }
-    if (!g->addr || g->workers < 1) return usage(stderr), 2;
+    if (g->naddr < 1 || g->workers < 1) return usage(stderr), 2;
     if (g->job_limit < 0) g->job_limit = queue > 0 ? queue : 0;
     int min_procs = (g->workers + LG_PER_PROC - 1) / LG_PER_PROC;
     if (procs < min_procs) procs = min_procs;
@@ -999,7 +1133,7 @@ int main(int argc, char **argv)
     int64_t cid = 0;
     char cname[128];
     snprintf(cname, sizeof(cname), "loadgen-%s-%lld", g->prefix, (long long)time(NULL));
-    if (queue > 0 && setup_queue(db, task_dir, cname, queue, &cid, err, sizeof(err)) < 0) {
+    if (queue > 0 && setup_queue(db, task_dir, cname, history, queue, &cid, err, sizeof(err)) < 0) {
         fprintf(stderr, "loadgen: queue setup: %s\n", err);
         return 1;
     }
@@ -1014,8 +1148,8 @@ int main(int argc, char **argv)
         return 1;
     }
     double t2 = (double)now_ns() / 1e9;
-    printf("loadgen: %ld jobs queued in %.2f s (campaign %s), %d workers enrolled in %.2f s\n",
-           queue, t1 - t0, queue > 0 ? cname : "-", g->workers, t2 - t1);
+    printf("loadgen: %ld finished and %ld queued jobs written in %.2f s (campaign %s), %d workers enrolled in %.2f s\n",
+           queue > 0 ? history : 0, queue, t1 - t0, queue > 0 ? cname : "-", g->workers, t2 - t1);
     fflush(stdout);
 
     /* the driving processes (no nanomsg socket exists before the fork) */
@@ -1139,17 +1273,25 @@ int main(int argc, char **argv)
         if (kf_campaign_pause(db, cname, e2, sizeof(e2)) < 0)
             fprintf(stderr, "loadgen: pausing %s: %s\n", cname, e2);
     }
-    if (count_stored(db, g->prefix, &stored, err, sizeof(err)) < 0)
+    long dup = -1, mismatch = -1;
+    if (count_stored(db, g->prefix, &stored, err, sizeof(err)) < 0 ||
+        count_inconsistent(db, g->prefix, cid, &dup, &mismatch, err, sizeof(err)) < 0)
         fprintf(stderr, "loadgen: verification query: %s\n", err);
     else
-        verified = stored >= acked;
+        verified = stored >= acked && dup == 0 && mismatch == 0;
     kf_db_close(db);
+    char addrs[LG_MAX_ADDRS * 64 + 32];
+    size_t al = 0;
+    for (int a = 0; a < g->naddr && al < sizeof(addrs) - 64; a++)
+        al += (size_t)snprintf(addrs + al, sizeof(addrs) - al, "%s%.60s", a ? "," : "", g->addr[a]);
+    if (g->naddr > 1)
+        snprintf(addrs + al, sizeof(addrs) - al, " (%s)", g->connect_all ? "each worker to all" : "spread");
 
     printf("loadgen: %d workers in %d processes, %s; registration %.2f s; warm-up %.2f s "
            "(%d of %d workers had a result answered); window %.2f s%s; %ld results "
            "acknowledged OK in the window, %.1f jobs/s; drain %.2f s, %ld requests of the window "
            "unanswered at the end\n",
-           g->workers, procs, g->addr, reg_s, warm_s, warmed, g->workers, secs,
+           g->workers, procs, addrs, reg_s, warm_s, warmed, g->workers, secs,
            atomic_load(&g->ran_dry) ? " (ended early: the queue ran dry)" : "", ok, rate, drain_took,
            pending);
     printf("%-10s %8s %9s %9s %9s", "call", "replies", "p50_ms", "p99_ms", "max_ms");
@@ -1161,17 +1303,20 @@ int main(int argc, char **argv)
         printf("\n");
     }
     printf("durable: %ld jobs acknowledged OK (warm-up, window and drain), %ld final ok evaluations stored "
-           "under this run's workers: %s\n", acked, stored,
-           verified ? "verified (none missing)" : "FAILED");
+           "under this run's workers; %ld jobs with several final evaluations; %ld jobs whose state "
+           "disagrees with their final evaluation: %s\n", acked, stored, dup, mismatch,
+           verified ? "verified (none missing, none twice)" : "FAILED");
     printf("RESULT loadgen workers=%d procs=%d secs=%.3f jobs=%ld jobs_per_s=%.1f "
            "register_p50_ms=%.2f register_p99_ms=%.2f getjob_p50_ms=%.2f getjob_p99_ms=%.2f "
            "getjob_max_ms=%.2f hb_p50_ms=%.2f hb_p99_ms=%.2f result_p50_ms=%.2f "
            "result_p99_ms=%.2f result_max_ms=%.2f no_job=%ld errors=%ld timeouts=%ld "
-           "loadgen_cpu_s=%.2f warmup_s=%.2f ran_dry=%d verified=%d per_lease=%d batch_results=%d\n",
+           "loadgen_cpu_s=%.2f warmup_s=%.2f ran_dry=%d verified=%d per_lease=%d batch_results=%d "
+           "coords=%d connect_all=%d dup_finals=%ld history=%ld\n",
            g->workers, procs, secs, ok, rate, p50[C_REGISTER], p99[C_REGISTER], p50[C_GETJOB],
            p99[C_GETJOB], mx[C_GETJOB], p50[C_HEARTBEAT], p99[C_HEARTBEAT], p50[C_RESULT],
            p99[C_RESULT], mx[C_RESULT], no_job, errors, timeouts, lg_cpu, warm_s,
-           atomic_load(&g->ran_dry), verified, g->per_lease, g->batch_results);
+           atomic_load(&g->ran_dry), verified, g->per_lease, g->batch_results, g->naddr, g->connect_all,
+           dup, queue > 0 ? history : 0);
     for (int c = 0; c < C_N; c++) free(all[c].v);
     free(g->keys);
     if (fatal || ok == 0 || !verified) return 1;
