@@ -57,6 +57,27 @@
  * judge's own failures (allocation, spawning) are the worker's (blame
  * "worker").
  *
+ * Serving judge (kf_judge_serve, one per GPU in `kfarm-worker run` and
+ * `kfarm-worker eval --each`): the same pipeline, one request at a time,
+ * in a process that keeps what costs setup time and holds nothing of a
+ * candidate: the judge's device context and master arena, and the task's
+ * reference and baseline runners (the task's own code, already loaded),
+ * reused when the next request's shared objects, runner binary and arena
+ * size hash the same. The candidate's runner is new for every request: it
+ * is started (process, confinement, context, arena; nothing loaded) while
+ * the previous candidate is validated -- never during timing -- and loads
+ * the next request's candidate, copied into a folder of its own. After the
+ * report the candidate's runner is killed; the task's runners are kept
+ * only when the evaluation did not end on them (blame none or candidate,
+ * each alive and owing no answer: metrics.task_runners_kept). Any failure
+ * blamed on the task or the worker ends the server (a fresh one takes the
+ * next request), and so does its 500th evaluation (bounds slow leaks).
+ * finish() returns to the server's loop (longjmp) instead of exiting; what
+ * an evaluation allocates is held in the judge struct so that it is freed
+ * there. Tested by tests/cases/run_cases_served.py: every field case
+ * through one server, each followed by the task's good candidate on the
+ * same warm runners.
+ *
  * Precedence is applied by the caller (eval.c): compile_error/infra_error/
  * unsupported > load_error > runtime_error/timeout > rejected_cheat >
  * incorrect > ok. The judge stops at the first failure.
