@@ -260,6 +260,42 @@ static char *sink_take(sink *s, size_t *len)
     return b;
 }
 
+/* The wall-clock limit and the tick, checked once per wait-loop turn: 1 (and
+ * res->how set) when the wait must end, else 0. */
+static int limit_reached(const kf_sandbox_req *req, double deadline, double *next_tick, kf_sandbox_res *res)
+{
+    double now = kf_util_now_s();
+    if (now >= deadline) {
+        res->how = KF_SANDBOX_TIMEOUT;
+        return 1;
+    }
+    if (req->tick && now >= *next_tick) {
+        *next_tick = now + 1.0;
+        if (req->tick(req->tick_arg)) {
+            res->how = KF_SANDBOX_CANCELLED;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Hand the report and output sinks over to res; -1 (how = FAILED, both
+ * freed) when out of memory. */
+static int take_sinks(sink *srep, sink *sout, kf_sandbox_res *res)
+{
+    res->report_truncated = srep->truncated;
+    res->output_truncated = sout->truncated;
+    res->report = sink_take(srep, &res->report_len);
+    res->output = sink_take(sout, &res->output_len);
+    if (res->report && res->output) return 0;
+    free(res->report);
+    free(res->output);
+    res->report = res->output = NULL;
+    res->how = KF_SANDBOX_FAILED;
+    snprintf(res->err, sizeof(res->err), "sandbox: out of memory");
+    return -1;
+}
+
 static void kill_group(pid_t pid)
 {
     kill(-pid, SIGKILL);
@@ -353,18 +389,7 @@ int kf_sandbox_run(const kf_sandbox_req *req, kf_sandbox_res *res)
             res->detached_pid = pid;
             break;
         }
-        double now = kf_util_now_s();
-        if (now >= deadline) {
-            res->how = KF_SANDBOX_TIMEOUT;
-            break;
-        }
-        if (req->tick && now >= next_tick) {
-            next_tick = now + 1.0;
-            if (req->tick(req->tick_arg)) {
-                res->how = KF_SANDBOX_CANCELLED;
-                break;
-            }
-        }
+        if (limit_reached(req, deadline, &next_tick, res)) break;
     }
     if (pidfd >= 0) close(pidfd);
     /* Kill whatever is left of the group (helpers the candidate forked, or
@@ -390,18 +415,7 @@ int kf_sandbox_run(const kf_sandbox_req *req, kf_sandbox_res *res)
             res->exit_status = WEXITSTATUS(status);
         }
     }
-    res->report_truncated = srep.truncated;
-    res->output_truncated = sout.truncated;
-    res->report = sink_take(&srep, &res->report_len);
-    res->output = sink_take(&sout, &res->output_len);
-    if (!res->report || !res->output) {
-        free(res->report);
-        free(res->output);
-        res->report = res->output = NULL;
-        res->how = KF_SANDBOX_FAILED;
-        snprintf(res->err, sizeof(res->err), "sandbox: out of memory");
-        return -1;
-    }
+    if (take_sinks(&srep, &sout, res) != 0) return -1;
     /* Strip the confinement header line. */
     size_t hl = strlen(SANDBOX_HDR);
     if (res->report_len >= hl && !memcmp(res->report, SANDBOX_HDR, hl)) {
@@ -652,18 +666,7 @@ int kf_sandbox_srv_call(kf_sandbox_srv *s, const void *msg, size_t len, const kf
             reaped = 1;
             break;
         }
-        double now = kf_util_now_s();
-        if (now >= deadline) {
-            res->how = KF_SANDBOX_TIMEOUT;
-            break;
-        }
-        if (req->tick && now >= next_tick) {
-            next_tick = now + 1.0;
-            if (req->tick(req->tick_arg)) {
-                res->how = KF_SANDBOX_CANCELLED;
-                break;
-            }
-        }
+        if (limit_reached(req, deadline, &next_tick, res)) break;
     }
     size_t al = strlen(SRV_ACCEPTED), dl = strlen(SRV_DONE);
     int accepted = srep.len >= al && !memcmp(srep.buf, SRV_ACCEPTED, al);
@@ -689,18 +692,7 @@ int kf_sandbox_srv_call(kf_sandbox_srv *s, const void *msg, size_t len, const kf
     }
     close(rep[0]);
     res->wall_s = kf_util_now_s() - t0;
-    res->report_truncated = srep.truncated;
-    res->output_truncated = sout.truncated;
-    res->report = sink_take(&srep, &res->report_len);
-    res->output = sink_take(&sout, &res->output_len);
-    if (!res->report || !res->output) {
-        free(res->report);
-        free(res->output);
-        res->report = res->output = NULL;
-        res->how = KF_SANDBOX_FAILED;
-        snprintf(res->err, sizeof(res->err), "sandbox: out of memory");
-        return -1;
-    }
+    if (take_sinks(&srep, &sout, res) != 0) return -1;
     if (!accepted) {
         res->how = KF_SANDBOX_FAILED;
         snprintf(res->err, sizeof(res->err), "sandbox: the serving child ended before taking the request");
