@@ -296,6 +296,19 @@ static int take_sinks(sink *srep, sink *sout, kf_sandbox_res *res)
     return -1;
 }
 
+/* A child that exited by itself (how still EXITED): SIGNALED with its
+ * signal, or its exit status, from waitpid's status. */
+static void set_exit(kf_sandbox_res *res, int status)
+{
+    if (res->how != KF_SANDBOX_EXITED) return;
+    if (WIFSIGNALED(status)) {
+        res->how = KF_SANDBOX_SIGNALED;
+        res->signal = WTERMSIG(status);
+    } else {
+        res->exit_status = WEXITSTATUS(status);
+    }
+}
+
 static void kill_group(pid_t pid)
 {
     kill(-pid, SIGKILL);
@@ -407,14 +420,7 @@ int kf_sandbox_run(const kf_sandbox_req *req, kf_sandbox_res *res)
     close(out[0]);
     res->wall_s = kf_util_now_s() - t0;
 
-    if (res->how == KF_SANDBOX_EXITED) {
-        if (WIFSIGNALED(status)) {
-            res->how = KF_SANDBOX_SIGNALED;
-            res->signal = WTERMSIG(status);
-        } else {
-            res->exit_status = WEXITSTATUS(status);
-        }
-    }
+    set_exit(res, status);
     if (take_sinks(&srep, &sout, res) != 0) return -1;
     /* Strip the confinement header line. */
     size_t hl = strlen(SANDBOX_HDR);
@@ -601,14 +607,7 @@ static void srv_end(kf_sandbox_srv *s, kf_sandbox_res *res, int reaped, int stat
     if (!reaped)
         while (waitpid(s->pid, &status, 0) < 0 && errno == EINTR) {
         }
-    if (res->how == KF_SANDBOX_EXITED) {
-        if (WIFSIGNALED(status)) {
-            res->how = KF_SANDBOX_SIGNALED;
-            res->signal = WTERMSIG(status);
-        } else {
-            res->exit_status = WEXITSTATUS(status);
-        }
-    }
+    set_exit(res, status);
     s->pid = 0;
     kf_sandbox_srv_stop(s);
 }
