@@ -779,6 +779,11 @@ int kf_export_site(kf_db *db, const char *dir, char *err, size_t errlen)
     return export_site_since(db, dir, NULL, NULL, err, errlen);
 }
 
+int kf_export_site_since(kf_db *db, const char *dir, const char *since, char *err, size_t errlen)
+{
+    return export_site_since(db, dir, since, NULL, err, errlen);
+}
+
 /* ---- periodic export thread ---- */
 
 struct kf_export_service {

@@ -35,6 +35,11 @@
  * reason (database, file system). */
 int kf_export_site(kf_db *db, const char *dir, char *err, size_t errlen);
 
+/* As kf_export_site, but rewrite only the campaign and candidate files with
+ * something newer than since (a timestamptz, as the periodic export keeps
+ * it; NULL: everything), and files missing from dir. */
+int kf_export_site_since(kf_db *db, const char *dir, const char *since, char *err, size_t errlen);
+
 /* The coordinator's periodic export (--export-dir): a thread with its own
  * database connection re-exports the site every interval_s seconds and once
  * more when stopped, rewriting only the campaign and candidate files that

@@ -47,4 +47,14 @@ for f in glob.glob(f"{sys.argv[1]}/c{sys.argv[2]}/b*.js"):
 print(len(ids), len(set(ids)))
 PY
 )" "$(sql "SELECT count(*) || ' ' || count(*) FROM candidates WHERE campaign_id = $cid")"
+# the same incremental path from the CLI (`kfarm export --since`)
+since=$(sql "SELECT now()")
+sql "INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, fencing_token, verdict, detail, is_final)
+     SELECT id, candidate_id, 10, 'synth-w1', -999998, 'infra_error', 'CLI-SINCE-MARK', false
+     FROM jobs WHERE candidate_id = $k + 64 AND target = 'cpu'" >/dev/null
+sleep 1.1; touch "$T_DIR/mark2"
+kf export --out "$T_DIR/full" --since "$since" >/dev/null
+check "kfarm export --since rewrites only the changed campaign file and bucket (and the static files)" eq \
+  "$(cd "$T_DIR/full/data" && find . -type f -newer "$T_DIR/mark2" | sort | tr '\n' ' ')" "./c$cid.js ./c$cid/b$(((k + 64) / 32)).js ./index.js "
+check "the rewritten bucket carries the new attempt" grep -q CLI-SINCE-MARK "$T_DIR/full/data/c$cid/b$(((k + 64) / 32)).js"
 finish
