@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# tools/bench/bench_export.sh -- `kfarm export` on a large campaign (issue 13:
+# the dashboard export in <= 10 s at 1,000,000 evaluations). Builds the
+# synthetic campaign of tests/browser/synth.sql with N candidates (two
+# targets, one job in ten retried: N = 455,000 gives ~1,000,000 evaluations,
+# ~20% of the final ones ok with speedups), then R times a full export into a
+# fresh folder under /usr/bin/time -v: wall time, peak RSS, what it wrote.
+# Then R incremental exports (`kfarm export --since`, as the coordinator's
+# periodic export does) after one new evaluation, into the same folder.
+#
+#   tools/bench/bench_export.sh [N [R]]      (default 455000 3)
+#
+# Needs a build in build/. Uses its own database `kfbench_export` in the
+# tools/devdb cluster ($KFARM_DEVDB_DIR); KEEP=1 reuses its data when the
+# database already holds the campaign. Numbers go to docs/benchmarks.md by hand.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$here"
+N=${1:-455000}
+R=${2:-3}
+W=$(mktemp -d /tmp/kfbench-export.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+tools/devdb start >/dev/null
+DB=$(tools/devdb createdb kfbench_export 2>/dev/null)
+KFARM_DB=$DB build/kfarm db migrate >/dev/null
+if [ "${KEEP:-0}" != 1 ] || [ "$(psql "$DB" -qtAX -c "SELECT count(*) FROM campaigns WHERE name = 'big'")" = 0 ]; then
+  psql "$DB" -qtAX -c "TRUNCATE campaigns, tasks, workers CASCADE" >/dev/null
+  s=$(date +%s.%N)
+  psql "$DB" -qtAX -v ON_ERROR_STOP=1 -v n="$N" -v name=big -f tests/browser/synth.sql
+  # synth.sql stamps candidate g at start + g * 250 ms: past 115,200
+  # candidates that is in the future, and every incremental export would
+  # rewrite those buckets. One day earlier, all of it lies in the past.
+  psql "$DB" -qtAX -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
+BEGIN;
+UPDATE campaigns SET created_at = created_at - interval '1 day', started_at = started_at - interval '1 day';
+UPDATE candidates SET created_at = created_at - interval '1 day';
+UPDATE jobs SET created_at = created_at - interval '1 day', finished_at = finished_at - interval '1 day',
+  leased_at = leased_at - interval '1 day';
+UPDATE evaluations SET created_at = created_at - interval '1 day';
+UPDATE proposals SET created_at = created_at - interval '1 day', answered_at = answered_at - interval '1 day',
+  finished_at = finished_at - interval '1 day';
+COMMIT;
+VACUUM ANALYZE;
+SQL
+  echo "synthetic data in $(python3 -c "print(round($(date +%s.%N) - $s, 1))") s"
+fi
+psql "$DB" -qtAX -c "SELECT 'data: ' || (SELECT count(*) FROM candidates) || ' candidates, ' ||
+  (SELECT count(*) FROM jobs) || ' jobs, ' || (SELECT count(*) FROM evaluations) || ' evaluations (' ||
+  (SELECT count(*) FROM evaluations WHERE is_final AND verdict = 'ok') || ' final ok)'"
+run() { # label, then the kfarm export arguments
+  local label=$1; shift
+  KFARM_DB=$DB /usr/bin/time -v -o "$W/time" build/kfarm export "$@" >/dev/null
+  local wall rss
+  wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {n = split($2, t, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + t[i]; print s}' "$W/time")
+  rss=$(awk -F': ' '/Maximum resident/ {printf "%.0f", $2 / 1024}' "$W/time")
+  echo "$label: wall ${wall} s, peak RSS ${rss} MiB, site $(du -sm "$W/site" | cut -f1) MiB in $(find "$W/site" -type f | wc -l) files, campaign file $(du -m "$W"/site/data/c[0-9]*.js | cut -f1 | head -1) MiB"
+}
+for i in $(seq "$R"); do
+  rm -rf "$W/site"
+  run "full export $i" --out "$W/site"
+done
+if build/kfarm export --help | grep -q -- --since; then
+  for i in $(seq "$R"); do
+    since=$(psql "$DB" -qtAX -c "SELECT now()")
+    psql "$DB" -qtAX -c "INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, fencing_token, verdict, detail, is_final)
+      SELECT id, candidate_id, 9, 'synth-w1', -1000000 - $i, 'infra_error', 'bench mark', false FROM jobs
+      WHERE candidate_id = (SELECT min(id) + 100 * $i FROM candidates) AND target = 'cpu'" >/dev/null
+    touch "$W/mark"
+    run "incremental export $i (one new evaluation)" --out "$W/site" --since "$since"
+    echo "  files rewritten: $(find "$W/site" -type f -newer "$W/mark" | wc -l)"
+  done
+  psql "$DB" -qtAX -c "DELETE FROM evaluations WHERE detail = 'bench mark'" >/dev/null
+fi
