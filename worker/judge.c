@@ -250,6 +250,13 @@ static int runner_reusable(runner *r)
     return waitpid(r->pid, &st, WNOHANG) == 0;
 }
 
+/* An empty runner slot: no process, no descriptors, no arena. */
+static void runner_clear(runner *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->cmd_w = r->rep_r = r->out_r = r->arena.fd = -1;
+}
+
 /* Close what the judge holds of a dead runner and free its arena. */
 static void runner_release(judge *j, runner *r)
 {
@@ -264,6 +271,25 @@ static void runner_release(judge *j, runner *r)
 }
 
 static void keeper_drop_warm(keeper *k);
+
+/* A runner the keeper holds is not wanted any more: kill and reap it, close
+ * its descriptors, free its arena (with the keeper's device), clear it. */
+static void keeper_drop_runner(keeper *k, runner *r)
+{
+    if (r->pid > 0 && !r->dead) {
+        kill(r->pid, SIGKILL);
+        waitpid(r->pid, &r->wstatus, 0);
+    }
+    if (r->pid > 0 || r->arena.bytes) {
+        judge tmp; /* runner_release needs the backend and device */
+        memset(&tmp, 0, sizeof(tmp));
+        tmp.be = k->be;
+        tmp.dev = k->dev;
+        runner_release(&tmp, r);
+    }
+    runner_clear(r);
+}
+
 static int runner_spawn(judge *j, int role, char *err, size_t cap);
 
 /* Start the next evaluation's candidate runner (see keeper.next) once this
@@ -351,17 +377,8 @@ static int keep_runner_copy(judge *j, const char *hash)
  * remove its folder. */
 static void drop_next(keeper *k)
 {
-    runner *r = &k->next;
-    if (r->pid <= 0) return;
-    kill(r->pid, SIGKILL);
-    waitpid(r->pid, NULL, 0);
-    judge tmp;
-    memset(&tmp, 0, sizeof(tmp));
-    tmp.be = k->be;
-    tmp.dev = k->dev;
-    runner_release(&tmp, r);
-    memset(r, 0, sizeof(*r));
-    r->cmd_w = r->rep_r = r->out_r = r->arena.fd = -1;
+    if (k->next.pid <= 0) return;
+    keeper_drop_runner(k, &k->next);
     char dir[PATH_MAX];
     snprintf(dir, sizeof(dir), "%s", k->next_so);
     char *sl = strrchr(dir, '/');
@@ -395,8 +412,7 @@ static int take_next(judge *j, const char *runner_hash)
         return 0;
     }
     j->r[R_CAND] = *r;
-    memset(r, 0, sizeof(*r));
-    r->cmd_w = r->rep_r = r->out_r = r->arena.fd = -1;
+    runner_clear(r);
     return 1;
 }
 
@@ -647,10 +663,8 @@ __attribute__((noreturn)) static void runner_child(judge *j, runner *r, const kf
 static int runner_spawn(judge *j, int role, char *err, size_t cap)
 {
     runner *r = &j->r[role];
-    memset(r, 0, sizeof(*r));
+    runner_clear(r);
     r->role = role;
-    r->cmd_w = r->rep_r = r->out_r = -1;
-    r->arena.fd = -1;
     if (j->be->arena_new(j->dev, j->arena_bytes, 1, &r->arena, err, cap) != 0) return -1;
     int cmd[2], rep[2], out[2], info[2];
     if (pipe2(cmd, O_CLOEXEC) || pipe2(rep, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(info, O_CLOEXEC)) {
@@ -1938,10 +1952,7 @@ static void loaded_wait(judge *j, int role)
 static void judge_init(judge *j, const kf_judge_cfg *cfg, int report_fd)
 {
     memset(j, 0, sizeof(*j));
-    for (int i = 0; i < 3; i++) {
-        j->r[i].cmd_w = j->r[i].rep_r = j->r[i].out_r = -1;
-        j->r[i].arena.fd = -1;
-    }
+    for (int i = 0; i < 3; i++) runner_clear(&j->r[i]);
     j->cfg = cfg;
     j->t = cfg->task;
     j->be = cfg->backend;
@@ -1991,20 +2002,7 @@ static int warm_ok(runner *r)
 
 static void keeper_drop_warm(keeper *k)
 {
-    judge tmp; /* runner_release needs the backend and device */
-    memset(&tmp, 0, sizeof(tmp));
-    tmp.be = k->be;
-    tmp.dev = k->dev;
-    for (int i = 0; i < 2; i++) {
-        runner *r = &k->warm[i];
-        if (r->pid > 0 && !r->dead) {
-            kill(r->pid, SIGKILL);
-            waitpid(r->pid, &r->wstatus, 0);
-        }
-        if (r->pid > 0 || r->arena.bytes) runner_release(&tmp, r);
-        memset(r, 0, sizeof(*r));
-        r->cmd_w = r->rep_r = r->out_r = r->arena.fd = -1;
-    }
+    for (int i = 0; i < 2; i++) keeper_drop_runner(k, &k->warm[i]);
     k->key[0] = 0;
 }
 
@@ -2293,8 +2291,8 @@ int kf_judge_serve(void *arg, int ctl_fd)
     keeper *k = calloc(1, sizeof(keeper));
     char *msg = malloc(KF_SANDBOX_SRV_MSG + 1);
     if (!k || !msg) return 1;
-    for (int i = 0; i < 2; i++) k->warm[i].cmd_w = k->warm[i].rep_r = k->warm[i].out_r = k->warm[i].arena.fd = -1;
-    k->next.cmd_w = k->next.rep_r = k->next.out_r = k->next.arena.fd = -1;
+    for (int i = 0; i < 2; i++) runner_clear(&k->warm[i]);
+    runner_clear(&k->next);
     for (;;) {
         size_t len;
         int rfd;
