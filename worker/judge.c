@@ -1702,7 +1702,10 @@ static void timing(judge *j)
         int n = 0, checked = 0, stop_next = 0;
         double floor_us = 0, gbs_peak = 0, gf_peak = 0, fl = 0, by = 0;
         char e2[128];
-        j->be->peaks(j->dev, t->outputs[0].dtype, &gbs_peak, &gf_peak);
+        /* the floor's FLOP ceiling is the device's fastest format, never the
+         * output dtype's pipe (a bf16 gemm writing f32 runs on bf16 tensor
+         * cores at ~15x the f32 pipe: honest variants were rejected) */
+        j->be->peaks(j->dev, KF_JUDGE_PEAK_ANY, &gbs_peak, &gf_peak);
         if (t->bytes[0] && kf_task_eval_expr(t, t->bytes, sizes, &by, e2, sizeof(e2)) == 0 && gbs_peak > 0)
             floor_us = fmax(floor_us, by / (gbs_peak * 1e9) * 1e6);
         if (t->flops[0] && kf_task_eval_expr(t, t->flops, sizes, &fl, e2, sizeof(e2)) == 0 && gf_peak > 0)

@@ -31,6 +31,8 @@
 
 typedef struct kf_judge_dev kf_judge_dev; /* a backend's device state */
 
+#define KF_JUDGE_PEAK_ANY (-1) /* peaks(): any dtype, any pipe or tensor format */
+
 /* Memory shared with one runner, or private to the judge. */
 typedef struct {
     int fd;              /* descriptor handed to the runner (-1 when private) */
@@ -96,7 +98,9 @@ typedef struct {
      * of the judge's own and waits for it (the GPU time-slices contexts, so
      * it completes only after work another context still has queued). */
     void (*fence)(kf_judge_dev *d);
-    /* Device peaks for the roofline floor: GB/s and GFLOP/s for dtype. */
+    /* Device peaks: DRAM GB/s and GFLOP/s for dtype (a kf_dtype, for the
+     * report's roofline), or with KF_JUDGE_PEAK_ANY the fastest any
+     * computation can run there (the ceiling behind the physical floor). */
     void (*peaks)(kf_judge_dev *d, int dtype, double *gbs, double *gflops);
     /* Device facts for the report (clocks, temperature, model). New ref. */
     json_t *(*describe)(kf_judge_dev *d);

@@ -40,6 +40,26 @@ int main(void)
     p = kf_cuda_peak_gflops(80, KF_BF16, 108, 1410);
     CHECK(&st, fabs(p - 311869) < 1000, "A100 bf16 %f (datasheet 312)", p);
     CHECK(&st, kf_cuda_peak_gflops(75, KF_BF16, 40, 1500) > 0, "turing bf16 falls back to fp32");
+    /* the physical floor's ceiling: H100 fp8 1979 TFLOP/s dense at 1830 MHz */
+    p = kf_cuda_peak_ceiling_gflops(90, 132, 1830);
+    CHECK(&st, p > 1970000 && p < 1990000, "Hopper ceiling %f (fp8 datasheet 1979 TFLOP/s)", p);
+    /* An honest bf16 gemm (f32 output) seen on the H200: 4096^3 in 906 µs
+     * (152 TFLOP/s, a tune variant of tasks/gemm_bf16_cuda's seed), rejected
+     * as forged while the floor used the f32 pipe (2054 µs). The judge
+     * rejects below half the floor. */
+    double fl = 2.0 * 4096.0 * 4096.0 * 4096.0;
+    double floor_us = fl / (kf_cuda_peak_ceiling_gflops(90, 132, 1980) * 1e9) * 1e6;
+    CHECK(&st, 906.0 >= 0.5 * floor_us, "honest gemm at 906 µs vs floor %f µs", floor_us);
+    CHECK(&st, 906.0 < 0.5 * fl / (kf_cuda_peak_gflops(90, KF_F32, 132, 1980) * 1e9) * 1e6,
+          "the f32 pipe's floor would reject it (the bug this ceiling fixes)");
+    CHECK(&st, 10.0 < 0.5 * floor_us, "a forged 10 µs gemm is below the floor %f µs", floor_us);
+    for (int cc = 75; cc <= 120; cc++) {
+        const kf_cuda_peak_row *r = kf_cuda_peak_lookup(cc);
+        if (!r) continue;
+        for (int dt = 0; dt < 8; dt++)
+            CHECK(&st, kf_cuda_peak_ceiling_gflops(cc, 100, 1500) >= kf_cuda_peak_gflops(cc, dt, 100, 1500),
+                  "the ceiling bounds every dtype's peak (cc %d dtype %d)", cc, dt);
+    }
     CHECK(&st, kf_cuda_peak_lookup(70) == NULL && kf_cuda_peak_lookup(89)->cc == 89 &&
                    kf_cuda_peak_lookup(91)->cc == 90, "lookup");
     double bw = kf_cuda_peak_bandwidth_gbs(3201000, 6144);

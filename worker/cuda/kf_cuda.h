@@ -63,6 +63,7 @@ typedef struct {
     const char *family;    /* "Hopper" */
     /* dense FLOP per SM per clock (FMA = 2) */
     double fp32, fp64, fp16_tc, bf16_tc, tf32_tc;
+    double densest;        /* the fastest dense tensor format (fp8/int8/int4/fp4) */
 } kf_cuda_peak_row;
 
 /* Row of the per-SM rate table for compute capability cc (major*10+minor),
@@ -76,6 +77,14 @@ const kf_cuda_peak_row *kf_cuda_peak_lookup(int cc);
  * rates; f32/i32 the FP32 pipe; f64 the larger of FP64 pipe and FP64 tensor.
  * 0 if unknown. An upper bound (GeForce parts accumulate in fp32 at half rate). */
 double kf_cuda_peak_gflops(int cc, int dtype, int sm_count, double sm_clock_mhz);
+
+/* The fastest any computation can run on a device, in GFLOP/s: the largest
+ * per-SM rate of its generation over every pipe and dense tensor format
+ * (fp8/int8/int4/fp4 included: a kernel may emulate any dtype on them by
+ * splitting operands) x SMs x max SM clock (MHz). The judge's physical floor
+ * uses it, never the task dtype's own peak: a bf16 gemm with an f32 output
+ * runs on bf16 tensor cores far above the f32 pipe. 0 if unknown. */
+double kf_cuda_peak_ceiling_gflops(int cc, int sm_count, double sm_clock_mhz);
 
 /* Peak DRAM bandwidth in GB/s from the memory clock (kHz, as CUDA reports it)
  * and bus width (bits): 2 (double data rate) x clock x width/8. */

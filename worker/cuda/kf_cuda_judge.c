@@ -479,6 +479,10 @@ static void cuda_fence(kf_judge_dev *d)
 static void cuda_peaks(kf_judge_dev *d, int dtype, double *gbs, double *gflops)
 {
     *gbs = d->g.peak_gbs;
+    if (dtype == KF_JUDGE_PEAK_ANY) {
+        *gflops = kf_cuda_peak_ceiling_gflops(d->g.cc_major * 10 + d->g.cc_minor, d->g.sm_count, d->g.sm_clock_mhz);
+        return;
+    }
     *gflops = dtype == KF_BF16 ? d->g.peak_gflops_bf16 : dtype == KF_F16 ? d->g.peak_gflops_f16
               : dtype == KF_F64 ? d->g.peak_gflops_f64 : d->g.peak_gflops_f32;
 }
