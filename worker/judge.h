@@ -114,6 +114,9 @@ typedef struct {
     int runner_needs_as_unlimited; /* cuda: no RLIMIT_AS (the driver reserves huge ranges) */
     int runner_profile;            /* kf_confine_profile of its runners */
     int reset_before_timed_call;   /* cuda: the baseline's runner resets device state first (untimed) */
+    int gen_in_place;              /* cuda: timed inputs generated straight into each runner's arena (a
+                                    * generation costs less than a copy); cpu: generated once into the
+                                    * master and copied (a host generation costs more than a memcpy) */
     int freeze_runners;            /* cpu: baseline and candidate runners are SIGSTOPped between calls */
     double idle_cpu_slack;         /* CPU a candidate runner may use while not called: this fraction of
                                       the wall time, plus 2 ms (its runtime's housekeeping threads) */

@@ -534,6 +534,7 @@ static const kf_judge_backend cuda_backend = {
     .runner_needs_as_unlimited = 1,
     .runner_profile = KF_CONFINE_RUNNER_CUDA,
     .reset_before_timed_call = 1,
+    .gen_in_place = 1,
     .idle_cpu_slack = 0.05, /* the driver's and CUPTI's own threads */
 };
 
