@@ -193,6 +193,9 @@ typedef struct {
     int fd;
     double t_start, deadline;
     double prep_s, call_s, check_s; /* timing phase: inputs + flush, doorbells (both sides), checks */
+    double prep_gen_s, prep_reset_s, prep_flush_s, prep_idle_s; /* prep_s by step: inputs and poison queued,
+                                     * the baseline's device reset (a doorbell), the L2 flush (waits for
+                                     * the queued inputs too), the candidate's idle check */
     double cand_call_cpu_s;         /* CPU seconds of the candidate's process in its last doorbell (-1: unknown) */
     runner r[3];
     uint64_t arena_bytes;
@@ -1787,9 +1790,14 @@ static void timing(judge *j)
                 double q0 = kf_util_now_s(), q1;
                 if (is_c) {
                     prep_inputs(j, C, &L, b, rep_i, kbc);
+                    double qa = kf_util_now_s();
                     j->be->flush(j->dev, &C->arena, L.total * (uint64_t)kbc);
+                    double qc = kf_util_now_s();
                     idle_check(j, where);
                     q1 = kf_util_now_s();
+                    j->prep_gen_s += qa - q0;
+                    j->prep_flush_s += qc - qa;
+                    j->prep_idle_s += q1 - qc;
                     tc = call(j, C, &L, kbc, 0, where, &rep);
                     if (batch_parallel(j, kbc, tc)) { /* charged its CPU time, all threads */
                         tc = j->cand_call_cpu_s * 1e6;
@@ -1797,10 +1805,17 @@ static void timing(judge *j)
                     }
                 } else {
                     prep_inputs(j, B, &L, b, rep_i, kbb);
+                    double qa = kf_util_now_s();
                     reset_runner(j, B, where);
+                    double qb = kf_util_now_s();
                     j->be->flush(j->dev, &B->arena, L.total * (uint64_t)kbb);
+                    double qc = kf_util_now_s();
                     idle_check(j, where);
                     q1 = kf_util_now_s();
+                    j->prep_gen_s += qa - q0;
+                    j->prep_reset_s += qb - qa;
+                    j->prep_flush_s += qc - qb;
+                    j->prep_idle_s += q1 - qc;
                     tb = call(j, B, &L, kbb, 0, where, &rep);
                     idle_check(j, where);
                 }
@@ -1912,6 +1927,9 @@ static void timing(judge *j)
     json_object_set_new(tj, "loop_prep_s", json_real(j->prep_s));
     json_object_set_new(tj, "loop_calls_s", json_real(j->call_s));
     json_object_set_new(tj, "loop_checks_s", json_real(j->check_s));
+    json_object_set_new(tj, "loop_prep_steps_s",
+                        json_pack("{s:f,s:f,s:f,s:f}", "gen", j->prep_gen_s, "reset", j->prep_reset_s, "flush",
+                                  j->prep_flush_s, "idle_check", j->prep_idle_s));
     if (noisy) json_array_append_new(flags, json_string("noisy"));
     if (truncated) json_array_append_new(flags, json_string("timing_truncated"));
     if (at_floor) json_array_append_new(flags, json_string("at_roofline_floor"));
