@@ -3,14 +3,17 @@
 # against the same scripted server: one stops on its token budget
 # (max_tokens) after its first round, the other on its goal
 # (target_speedup) once the model's kernel reaches it -- both well before
-# their max_rounds.
+# their max_rounds. The goal is 1.2x: the model's kernel (softmax_good)
+# times ~1.5-2x on a quiet machine, and the test is about the stopping
+# rule, not the kernel (beside the other tests on a loaded 2-core host it
+# once stayed under 1.5x for all 10 rounds).
 source "$(dirname "$0")/../lib.sh"
 source "$KFARM_SRC/tests/llm/lib_llm.sh"
 
 kf db migrate
 start_fake_llm "$KFARM_SRC/tests/llm/budget_script.json"
 llm_config "$T_DIR/tok.json" loop kf-tok ', "max_rounds": 10, "max_tokens": 1000'
-llm_config "$T_DIR/goal.json" loop kf-goal ', "max_rounds": 10, "target_speedup": 1.5, "tune_max_variants": 1'
+llm_config "$T_DIR/goal.json" loop kf-goal ', "max_rounds": 10, "target_speedup": 1.2, "tune_max_variants": 1'
 start_coordinator
 start_worker w1
 start_worker w2
@@ -25,7 +28,7 @@ stopped() { sql "SELECT strategy_state->>'stopped' FROM campaigns WHERE name = '
 rounds() { sql "SELECT count(*) FROM proposals p JOIN campaigns c ON c.id = p.campaign_id WHERE c.name = '$1'"; }
 check "token budget stops the campaign after round 1" grep -qE "^max_tokens \(1000\) reached \([0-9]+ used\)$" <<<"$(stopped tok)"
 check "one round only under the token budget" eq "$(rounds tok)" 1
-check "target speedup stops the campaign" grep -qE "^target speedup 1.5x reached" <<<"$(stopped goal)"
+check "target speedup stops the campaign" grep -qE "^target speedup 1.2x reached" <<<"$(stopped goal)"
 check "one round was enough to reach the goal" eq "$(rounds goal)" 1
 check "both done" eq "$(sql "SELECT string_agg(state, ',') FROM campaigns")" "done,done"
 out=$(kf campaign status tok)
