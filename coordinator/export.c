@@ -7,9 +7,18 @@
  *                            list stays small whatever the campaign sizes),
  *                            workers[] with per-worker throughput and
  *                            failure counts
- *   data/c<ID>.js            one campaign: counts, best per target, and its
- *                            tables (cands, res, evs, props) as one array
- *                            per column
+ *   data/c<ID>.js            one campaign (the head): settings, counts, best
+ *                            per target, the operator's view (blockers,
+ *                            bests with noise), its model proposals (props,
+ *                            one array per column), chunk_size and the list
+ *                            of its chunks
+ *   data/c<ID>/r<KID/8192>.js one chunk of the campaign's tables: the
+ *                            candidates with ids in [N*8192, N*8192+8191]
+ *                            (cands), their results (res) and retried
+ *                            attempts (evs), one array per column, with the
+ *                            chunk's own lists of details, workers and
+ *                            define sets the columns number into; the page
+ *                            concatenates the chunks in order
  *   data/c<ID>/b<KID/32>.js  32 candidates by id, each with its source,
  *                            parent's sha256, results with metrics, compile
  *                            logs, every attempt, and its model proposal's
@@ -19,19 +28,28 @@
  *
  * The JSON is built by PostgreSQL (json_build_object/json_build_array), so
  * it is always valid with correct escaping; all queries run in one
- * REPEATABLE READ transaction, so the index, campaign and candidate files of
- * one export agree; the campaign query runs on a second connection sharing
- * that snapshot (pg_export_snapshot) while this one streams the candidate
- * rows, so two server processes work at once. Candidate rows are streamed (libpq's single-row mode:
- * bounded memory for any campaign size). Columns another part of the system may add
- * (a result's confirmation state, a worker's quarantine reason) are read
- * through to_jsonb(row)->'name', which is NULL when the column is absent:
- * the export works on either schema.
+ * REPEATABLE READ snapshot, so the index, campaign, chunk and candidate
+ * files of one export agree. The work runs on two connections sharing that
+ * snapshot (pg_export_snapshot), so two server processes work at once: a
+ * plan (PLAN_SQL: which campaigns, chunks and buckets to write), then the
+ * operator's views on the second connection while this one builds the
+ * index, the fleet and the campaign heads, then the pieces (a chunk, the
+ * candidate files of a range of ids, a campaign's proposal files) taken by
+ * both from one list. Candidate rows are streamed (libpq's single-row
+ * mode) and no file is larger than a chunk (~1.6 MB at 1,000,000
+ * evaluations): memory stays bounded for any campaign size. A campaign's
+ * file is written after its chunks, the index last. Columns another part
+ * of the system may add (a result's confirmation state, a worker's
+ * quarantine reason) are read through to_jsonb(row)->'name', which is NULL
+ * when the column is absent: the export works on either schema.
  *
- * Incremental mode (the coordinator's periodic export): a campaign or
- * candidate file is rewritten only when something in it changed since the
- * previous export began (a candidate, job lease, evaluation or proposal
- * newer than that instant), or when the file is missing.
+ * Incremental mode (the coordinator's periodic export): a campaign's head
+ * is rewritten when anything in the campaign changed since the previous
+ * export began (the campaign, a candidate, job lease, evaluation or
+ * proposal newer than that instant), and of its chunks and candidate files
+ * only those holding a changed candidate, plus any file missing from the
+ * folder. A chunk numbers its details and workers into lists of its own,
+ * so it never changes because another one did.
  */
 #include "export.h"
 
@@ -53,6 +71,11 @@
 
 /* Candidates per candidate file (data/c<ID>/b<KID / KF_EXPORT_BUCKET>.js). */
 #define KF_EXPORT_BUCKET 32
+/* Candidate ids per chunk of a campaign's tables (data/c<ID>/r<KID /
+ * KF_EXPORT_CHUNK>.js), a multiple of KF_EXPORT_BUCKET: ~1.5 MB of a
+ * campaign of 1,000,000 evaluations, of which an incremental export
+ * rewrites the few that changed. */
+#define KF_EXPORT_CHUNK 8192
 
 #define EPOCH(x) "round(extract(epoch FROM " x ")::numeric, 3)"
 #define R4(x) "round((" x ")::numeric, 4)"
@@ -64,86 +87,21 @@
 #define STATES "'queued','leased','done'"
 #define CODE(list, x) "COALESCE(to_json(array_position(ARRAY[" list "], " x ") - 1), to_json(" x "))"
 
-/* $1 campaign id. Times are seconds after t0 (the campaign's creation) to
- * keep 200,000 rows small; values that repeat (targets, verdicts, states,
- * details, workers, sets of defines) are numbers into lists in the file.
- * %s: the evaluation's confirmation state (in fin), then the result's (see
- * conf_columns()); {JOBS}: the jobs whose results count (trust_columns(),
- * sql_subst()). */
-static const char CAMPAIGN_SQL[] =
-    "WITH c AS (SELECT *, extract(epoch FROM created_at) t0 FROM campaigns WHERE id = $1::bigint),"
-    /* the final evaluations, without their large columns (this CTE is
-     * materialized: metrics and logs would be copied for nothing) */
-    " fin AS (SELECT e.job_id, e.candidate_id, e.verdict, e.speedup, e.candidate_us, e.baseline_us,"
-    "         e.worker_id, e.created_at, e.detail, j.target, %s AS conf, sh.cv, sh.lo, sh.hi,"
-    "         CASE WHEN e.metrics->'timing'->'flags' ? 'noisy' THEN 1 ELSE 0 END noisy"
-    "         FROM evaluations e JOIN {JOBS} j ON j.id = e.job_id"
-    "         LEFT JOIN LATERAL (SELECT " R4("max((s->'candidate'->>'cv')::float8)") " cv,"
-    "            " R4("min((s->>'speedup')::float8)") " lo, " R4("max((s->>'speedup')::float8)") " hi"
-    "            FROM jsonb_array_elements(CASE WHEN jsonb_typeof(e.metrics->'timing'->'shapes') = 'array'"
-    "            THEN e.metrics->'timing'->'shapes' END) s) sh ON e.metrics IS NOT NULL"
-    "         WHERE j.campaign_id = $1::bigint AND e.is_final),"
-    " dd AS (SELECT d, row_number() OVER (ORDER BY d) - 1 i FROM (SELECT DISTINCT left(detail, 120) d"
-    "         FROM fin WHERE detail IS NOT NULL) x),"
-    " ww AS (SELECT w, row_number() OVER (ORDER BY w) - 1 i FROM (SELECT DISTINCT worker_id w"
-    "         FROM fin WHERE worker_id IS NOT NULL) x),"
-    " ds AS (SELECT d, row_number() OVER (ORDER BY d::text) - 1 i FROM (SELECT DISTINCT defines d"
-    "         FROM candidates WHERE campaign_id = $1::bigint) x) "
+/* The campaign file (head): $1 campaign id. The campaign's settings, the
+ * names the chunks number their verdicts and states by, and the model
+ * proposals without prompt and reply (in the candidate files); the export
+ * adds the counts and bests from the index row (INDEX_SQL), the list of
+ * chunks and the operator's view (with_operator_view). Times are seconds
+ * after t0 (the campaign's creation). */
+static const char HEAD_SQL[] =
+    "WITH c AS (SELECT *, extract(epoch FROM created_at) t0 FROM campaigns WHERE id = $1::bigint) "
     "SELECT json_build_object("
     " 'id', c.id, 'name', c.name, 'task', t.name, 'task_definition', t.spec->>'definition',"
     " 'strategy', c.strategy, 'state', c.state, 'targets', c.targets,"
     " 'max_candidates', c.max_candidates, 'strategy_state', c.strategy_state, 'config', c.config,"
     " 'created_at', c.created_at, 'started_at', c.started_at, 'finished_at', c.finished_at,"
     " 'generated_at', now(), 't0', c.t0,"
-    " 'jobs', (SELECT json_object_agg(state, n) FROM (SELECT state, count(*) n FROM {JOBS} jobs"
-    "          WHERE campaign_id = c.id GROUP BY state) s),"
-    " 'verdicts', (SELECT json_object_agg(verdict, n) FROM (SELECT verdict, count(*) n FROM fin"
-    "          GROUP BY verdict) v),"
-    " 'attempts', (SELECT json_object_agg(verdict, n) FROM (SELECT e.verdict, count(*) n"
-    "          FROM evaluations e JOIN {JOBS} j ON j.id = e.job_id WHERE j.campaign_id = c.id"
-    "          GROUP BY e.verdict) v),"
-    " 'best', (SELECT json_agg(b ORDER BY b.target) FROM (SELECT DISTINCT ON (target) target,"
-    "          candidate_id, speedup, candidate_us, baseline_us, worker_id FROM fin"
-    "          WHERE verdict = 'ok' AND speedup IS NOT NULL"
-    "          ORDER BY target, speedup DESC, candidate_id) b),"
     " 'verdict_names', json_build_array(" VERDICTS "), 'state_names', json_build_array(" STATES "),"
-    " 'details', (SELECT COALESCE(json_agg(d ORDER BY i), '[]') FROM dd),"
-    " 'worker_names', (SELECT COALESCE(json_agg(w ORDER BY i), '[]') FROM ww),"
-    " 'define_sets', (SELECT COALESCE(json_agg(d ORDER BY i), '[]') FROM ds),"
-    /* tables as columns (one array per column, rows in order): parsing
-     * 16 arrays is far cheaper for a browser than 200,000 small ones */
-    " 'cands', (SELECT json_build_object('id', COALESCE(json_agg(id), '[]'), 'parent', json_agg(parent_id),"
-    "          'proposer', json_agg(proposer), 'defines', json_agg(defines), 't', json_agg(t),"
-    "          'round', json_agg(round), 'proposal', json_agg(proposal_id)) FROM (SELECT k.id, k.parent_id,"
-    "          k.proposer, ds.i defines, round((extract(epoch FROM k.created_at) - c.t0)::numeric, 1) t,"
-    "          p.round, k.proposal_id FROM candidates k LEFT JOIN proposals p ON p.id = k.proposal_id"
-    "          LEFT JOIN ds ON ds.d = k.defines WHERE k.campaign_id = c.id ORDER BY k.id) x),"
-    " 'res', (SELECT json_build_object('k', COALESCE(json_agg(k), '[]'), 'target', json_agg(target),"
-    "          'state', json_agg(state), 'verdict', json_agg(verdict), 'speedup', json_agg(speedup),"
-    "          'cand_us', json_agg(cand_us), 'base_us', json_agg(base_us), 'cv', json_agg(cv),"
-    "          'lo', json_agg(lo), 'hi', json_agg(hi), 'noisy', json_agg(noisy), 'tries', json_agg(tries),"
-    "          'worker', json_agg(worker), 't', json_agg(t), 'detail', json_agg(detail),"
-    "          'conf', CASE WHEN bool_or(conf IS NOT NULL) THEN json_agg(conf) END)"
-    "          FROM (SELECT j.candidate_id k, array_position(c.targets, j.target) - 1 target,"
-    "          " CODE(STATES, "j.state") " state, " CODE(VERDICTS, "f.verdict") " verdict,"
-    "          " R4("f.speedup") " speedup, " R4("f.candidate_us") " cand_us, " R4("f.baseline_us") " base_us,"
-    "          f.cv, f.lo, f.hi, f.noisy,"
-    "          j.attempts tries, ww.i worker,"
-    "          round((extract(epoch FROM COALESCE(f.created_at, j.created_at)) - c.t0)::numeric, 1) t,"
-    "          dd.i detail, %s conf"
-    "          FROM {JOBS} j LEFT JOIN fin f ON f.job_id = j.id LEFT JOIN dd ON dd.d = left(f.detail, 120)"
-    "          LEFT JOIN ww ON ww.w = f.worker_id"
-    "          WHERE j.campaign_id = c.id ORDER BY j.candidate_id, j.target) x),"
-    /* the attempts that were retried (the final ones are in res): with res,
-     * the scatter of every attempt */
-    " 'evs', (SELECT json_build_object('t', COALESCE(json_agg(t), '[]'), 'k', json_agg(k),"
-    "          'target', json_agg(target), 'verdict', json_agg(verdict), 'speedup', json_agg(speedup),"
-    "          'worker', json_agg(worker), 'detail', json_agg(detail)) FROM (SELECT"
-    "          round((extract(epoch FROM e.created_at) - c.t0)::numeric, 1) t, e.candidate_id k,"
-    "          array_position(c.targets, j.target) - 1 target, " CODE(VERDICTS, "e.verdict") " verdict,"
-    "          " R4("e.speedup") " speedup, e.worker_id worker, left(e.detail, 120) detail"
-    "          FROM evaluations e JOIN {JOBS} j ON j.id = e.job_id WHERE j.campaign_id = c.id"
-    "          AND NOT e.is_final ORDER BY e.id) x),"
     /* model proposals without prompt and reply (in the candidate files) */
     " 'props', (SELECT json_build_object('id', COALESCE(json_agg(p.id), '[]'), 'round', json_agg(p.round),"
     "          'state', json_agg(p.state), 'model', json_agg(p.model), 'tokens_in', json_agg(p.prompt_tokens),"
@@ -154,8 +112,78 @@ static const char CAMPAIGN_SQL[] =
     "          FROM (SELECT * FROM proposals WHERE campaign_id = c.id ORDER BY id) p)"
     ")::text FROM c JOIN tasks t ON t.id = c.task_id";
 
-/* $1 campaign id, $2 since (NULL: all), $3 bucket size: every candidate of
- * a bucket with a change. One row per candidate: id, json.
+/* One chunk of a campaign's tables: $1 campaign id, $2 and $3 the range of
+ * candidate ids [$2, $3) (KF_EXPORT_CHUNK of them). Values that repeat
+ * (verdicts, states, details, workers, sets of defines) are numbers into
+ * lists: the verdict and state names of the head, the others the chunk's
+ * own (sorted, numbered by dense_rank), so a chunk never changes because
+ * another one did. Every row is found from the range through an index
+ * (LATERAL ... OFFSET 0, scalar subqueries: lookups the planner cannot turn
+ * into a join that, on the stale statistics of a freshly filled table,
+ * could be quadratic: one chunk ran for minutes). Times are seconds after the campaign's creation. %s:
+ * the evaluation's confirmation state (in x), then the result's (see
+ * conf_columns()); {JOBS}: the jobs whose results count (trust_columns(),
+ * sql_subst()). */
+static const char CHUNK_SQL[] =
+    "WITH c AS (SELECT id, targets, extract(epoch FROM created_at) t0 FROM campaigns WHERE id = $1::bigint),"
+    /* a row per result: the job and its final evaluation, without its
+     * large columns, with the noise over its shapes (materialized: read by
+     * the lists and the table) */
+    " x AS MATERIALIZED (SELECT j.candidate_id k, j.target, j.state, j.attempts, j.created_at,"
+    "         f.verdict, f.speedup, f.candidate_us, f.baseline_us, f.created_at f_at,"
+    "         left(f.detail, 120) d, f.worker_id w, %s AS conf, sh.cv, sh.lo, sh.hi,"
+    "         CASE WHEN f.id IS NULL THEN NULL WHEN f.metrics->'timing'->'flags' ? 'noisy' THEN 1 ELSE 0 END noisy"
+    "         FROM {JOBS} j LEFT JOIN LATERAL (SELECT * FROM evaluations f WHERE f.job_id = j.id AND f.is_final"
+    "         OFFSET 0) f ON true"
+    "         LEFT JOIN LATERAL (SELECT " R4("max((s->'candidate'->>'cv')::float8)") " cv,"
+    "            " R4("min((s->>'speedup')::float8)") " lo, " R4("max((s->>'speedup')::float8)") " hi"
+    "            FROM jsonb_array_elements(CASE WHEN jsonb_typeof(f.metrics->'timing'->'shapes') = 'array'"
+    "            THEN f.metrics->'timing'->'shapes' END) s) sh ON f.metrics IS NOT NULL"
+    "         WHERE j.campaign_id = $1::bigint AND j.candidate_id >= $2::bigint AND j.candidate_id < $3::bigint) "
+    "SELECT json_build_object("
+    " 'details', (SELECT COALESCE(json_agg(DISTINCT d), '[]') FROM x WHERE d IS NOT NULL),"
+    " 'worker_names', (SELECT COALESCE(json_agg(DISTINCT w), '[]') FROM x WHERE w IS NOT NULL),"
+    " 'define_sets', (SELECT COALESCE(json_agg(d::json ORDER BY d), '[]') FROM (SELECT DISTINCT defines::text d"
+    "          FROM candidates WHERE campaign_id = $1::bigint AND id >= $2::bigint AND id < $3::bigint) ds),"
+    /* tables as columns (one array per column, rows in order): parsing
+     * 16 arrays is far cheaper for a browser than 200,000 small ones */
+    " 'cands', (SELECT json_build_object('id', COALESCE(json_agg(id), '[]'), 'parent', json_agg(parent_id),"
+    "          'proposer', json_agg(proposer), 'defines', json_agg(defines), 't', json_agg(t),"
+    "          'round', json_agg(round), 'proposal', json_agg(proposal_id)) FROM (SELECT k.id, k.parent_id,"
+    "          k.proposer, dense_rank() OVER (ORDER BY k.defines::text) - 1 defines,"
+    "          round((extract(epoch FROM k.created_at) - c.t0)::numeric, 1) t,"
+    "          (SELECT p.round FROM proposals p WHERE p.id = k.proposal_id) round, k.proposal_id FROM candidates k"
+    "          WHERE k.campaign_id = c.id AND k.id >= $2::bigint AND k.id < $3::bigint ORDER BY k.id) y),"
+    " 'res', (SELECT json_build_object('k', COALESCE(json_agg(k), '[]'), 'target', json_agg(target),"
+    "          'state', json_agg(state), 'verdict', json_agg(verdict), 'speedup', json_agg(speedup),"
+    "          'cand_us', json_agg(cand_us), 'base_us', json_agg(base_us), 'cv', json_agg(cv),"
+    "          'lo', json_agg(lo), 'hi', json_agg(hi), 'noisy', json_agg(noisy), 'tries', json_agg(tries),"
+    "          'worker', json_agg(worker), 't', json_agg(t), 'detail', json_agg(detail),"
+    "          'conf', CASE WHEN bool_or(conf IS NOT NULL) THEN json_agg(conf) END)"
+    "          FROM (SELECT x.k, array_position(c.targets, x.target) - 1 target,"
+    "          " CODE(STATES, "x.state") " state, " CODE(VERDICTS, "x.verdict") " verdict,"
+    "          " R4("x.speedup") " speedup, " R4("x.candidate_us") " cand_us, " R4("x.baseline_us") " base_us,"
+    "          x.cv, x.lo, x.hi, x.noisy, x.attempts tries,"
+    "          CASE WHEN x.w IS NOT NULL THEN dense_rank() OVER (ORDER BY x.w) - 1 END worker,"
+    "          round((extract(epoch FROM COALESCE(x.f_at, x.created_at)) - c.t0)::numeric, 1) t,"
+    "          CASE WHEN x.d IS NOT NULL THEN dense_rank() OVER (ORDER BY x.d) - 1 END detail, %s conf"
+    "          FROM x ORDER BY x.k, x.target) y),"
+    /* the attempts that were retried (the final ones are in res): with res,
+     * the scatter of every attempt */
+    " 'evs', (SELECT json_build_object('t', COALESCE(json_agg(t), '[]'), 'k', json_agg(k),"
+    "          'target', json_agg(target), 'verdict', json_agg(verdict), 'speedup', json_agg(speedup),"
+    "          'worker', json_agg(worker), 'detail', json_agg(detail)) FROM (SELECT"
+    "          round((extract(epoch FROM e.created_at) - c.t0)::numeric, 1) t, e.candidate_id k,"
+    "          array_position(c.targets, j.target) - 1 target, " CODE(VERDICTS, "e.verdict") " verdict,"
+    "          " R4("e.speedup") " speedup, e.worker_id worker, left(e.detail, 120) detail"
+    "          FROM evaluations e CROSS JOIN LATERAL (SELECT j.target FROM {JOBS} j WHERE j.id = e.job_id"
+    "          AND j.campaign_id = c.id OFFSET 0) j"
+    "          WHERE e.candidate_id >= $2::bigint AND e.candidate_id < $3::bigint"
+    "          AND NOT e.is_final ORDER BY e.id) y)"
+    ")::text FROM c";
+
+/* $1 campaign id, $2 and $3 the range of candidate ids [$2, $3): one row
+ * per candidate of the campaign in it, in id order: id, json.
  * %s: the job's and the evaluation's confirmation state (conf_columns()). */
 static const char CANDIDATES_SQL[] =
     "SELECT k.id, json_build_object('id', k.id, 'campaign_id', k.campaign_id,"
@@ -183,14 +211,8 @@ static const char CANDIDATES_SQL[] =
     "          'attempts', p.attempts, 'latency_s', p.latency_s, 'reviewer_note', p.reviewer_note,"
     "          'created_at', p.created_at, 'prompt', p.prompt, 'reply', p.reply)"
     "          FROM proposals p WHERE p.id = k.proposal_id)"
-    ")::text FROM candidates k WHERE k.campaign_id = $1::bigint AND ($2::timestamptz IS NULL"
-    " OR k.id / $3::int IN (SELECT k2.id / $3::int FROM candidates k2 WHERE k2.campaign_id = $1::bigint AND ("
-    "   k2.created_at >= $2::timestamptz"
-    "   OR EXISTS (SELECT 1 FROM jobs j WHERE j.candidate_id = k2.id AND (j.leased_at >= $2::timestamptz"
-    "              OR j.finished_at >= $2::timestamptz OR j.created_at >= $2::timestamptz))"
-    "   OR EXISTS (SELECT 1 FROM evaluations e WHERE e.candidate_id = k2.id AND e.created_at >= $2::timestamptz)"
-    "   OR EXISTS (SELECT 1 FROM proposals p WHERE p.id = k2.proposal_id AND p.created_at >= $2::timestamptz))))"
-    " ORDER BY k.id";
+    ")::text FROM candidates k WHERE k.campaign_id = $1::bigint"
+    " AND k.id >= $2::bigint AND k.id < $3::bigint ORDER BY k.id";
 
 /* $1 campaign id, $2 since (NULL: all), $3 bucket size: the model proposals
  * that made no candidate (cut off, no code, endpoint errors, rejected), with
@@ -209,31 +231,65 @@ static const char PROPOSALS_SQL[] =
     "   OR answered_at >= $2::timestamptz OR finished_at >= $2::timestamptz)))"
     " ORDER BY p.id";
 
-/* Summaries for the list: one row per campaign: id, changed since $1, json. */
-static const char INDEX_SQL[] =
+/* What an export has to write, $1 since (NULL: all), $2 the chunk size:
+ * one row per campaign, newest first: id; changed since $1; its chunks
+ * (json array); the ids of its candidates with something newer than $1
+ * (the candidate, a job's creation, lease or end, an evaluation, its model
+ * proposal; json array in order, NULL when none). */
+static const char PLAN_SQL[] =
+    "WITH chg AS MATERIALIZED ("
+    "  SELECT campaign_id, id k FROM candidates WHERE $1::timestamptz IS NOT NULL AND created_at >= $1::timestamptz"
+    "  UNION ALL SELECT campaign_id, candidate_id FROM jobs WHERE $1::timestamptz IS NOT NULL"
+    "   AND (leased_at >= $1::timestamptz OR finished_at >= $1::timestamptz OR created_at >= $1::timestamptz)"
+    "  UNION ALL SELECT k.campaign_id, e.candidate_id FROM evaluations e JOIN candidates k ON k.id = e.candidate_id"
+    "   WHERE $1::timestamptz IS NOT NULL AND e.created_at >= $1::timestamptz"
+    "  UNION ALL SELECT k.campaign_id, k.id FROM candidates k JOIN proposals p ON p.id = k.proposal_id"
+    "   WHERE $1::timestamptz IS NOT NULL AND p.created_at >= $1::timestamptz) "
     "SELECT c.id, $1::timestamptz IS NULL OR c.updated_at >= $1::timestamptz"
-    " OR EXISTS (SELECT 1 FROM candidates k WHERE k.campaign_id = c.id AND k.created_at >= $1::timestamptz)"
-    " OR EXISTS (SELECT 1 FROM jobs j WHERE j.campaign_id = c.id AND (j.leased_at >= $1::timestamptz"
-    "            OR j.finished_at >= $1::timestamptz OR j.created_at >= $1::timestamptz))"
-    " OR EXISTS (SELECT 1 FROM proposals p WHERE p.campaign_id = c.id AND p.created_at >= $1::timestamptz)"
-    " OR EXISTS (SELECT 1 FROM evaluations e JOIN jobs j ON j.id = e.job_id WHERE j.campaign_id = c.id"
-    "            AND e.created_at >= $1::timestamptz),"
+    " OR EXISTS (SELECT 1 FROM chg WHERE chg.campaign_id = c.id)"
+    " OR EXISTS (SELECT 1 FROM proposals p WHERE p.campaign_id = c.id AND (p.created_at >= $1::timestamptz"
+    "            OR p.answered_at >= $1::timestamptz OR p.finished_at >= $1::timestamptz)),"
+    " COALESCE((SELECT json_agg(DISTINCT id / $2::bigint) FROM candidates k WHERE k.campaign_id = c.id), '[]')::text,"
+    " (SELECT json_agg(DISTINCT k) FROM chg WHERE chg.campaign_id = c.id)::text"
+    " FROM campaigns c ORDER BY c.id DESC";
+
+/* Summaries for the list: one row per campaign, newest first: id; its
+ * summary (json); the counts and bests of the summary again as one object
+ * (json: jobs, verdicts, attempts, best), which the campaign file carries
+ * too. {VERIFY}: the evaluations of verification jobs, taken off the
+ * counts (trust_columns()). */
+static const char INDEX_SQL[] =
+    "SELECT c.id,"
     " json_build_object('id', c.id, 'name', c.name, 'task', t.name, 'strategy', c.strategy,"
     " 'state', c.state, 'targets', c.targets, 'max_candidates', c.max_candidates,"
     " 'created_at', c.created_at, 'finished_at', c.finished_at,"
-    " 'candidates', (SELECT count(*) FROM candidates k WHERE k.campaign_id = c.id),"
-    " 'first_id', (SELECT min(id) FROM candidates k WHERE k.campaign_id = c.id),"
-    " 'last_id', (SELECT max(id) FROM candidates k WHERE k.campaign_id = c.id),"
-    " 'jobs', (SELECT json_object_agg(state, n) FROM (SELECT state, count(*) n FROM {JOBS} jobs"
-    "          WHERE campaign_id = c.id GROUP BY state) s),"
-    " 'verdicts', (SELECT json_object_agg(verdict, n) FROM (SELECT e.verdict, count(*) n"
-    "          FROM evaluations e JOIN {JOBS} j ON j.id = e.job_id WHERE j.campaign_id = c.id"
-    "          AND e.is_final GROUP BY e.verdict) v),"
-    " 'best', (SELECT json_agg(b ORDER BY b.target) FROM (SELECT DISTINCT ON (j.target) j.target,"
-    "          e.candidate_id, e.speedup FROM evaluations e JOIN {JOBS} j ON j.id = e.job_id"
-    "          WHERE j.campaign_id = c.id AND e.is_final AND e.verdict = 'ok' AND e.speedup IS NOT NULL"
-    "          ORDER BY j.target, e.speedup DESC, e.candidate_id) b)"
-    ")::text FROM campaigns c JOIN tasks t ON t.id = c.task_id ORDER BY c.id DESC";
+    " 'candidates', kk.n, 'first_id', kk.first_id, 'last_id', kk.last_id,"
+    " 'jobs', jb.jobs, 'verdicts', v.verdicts, 'attempts', v.attempts, 'best', bb.best)::text,"
+    " json_build_object('jobs', jb.jobs, 'verdicts', v.verdicts, 'attempts', v.attempts, 'best', bb.best)::text"
+    " FROM campaigns c JOIN tasks t ON t.id = c.task_id"
+    " LEFT JOIN LATERAL (SELECT count(*) n, min(id) first_id, max(id) last_id FROM candidates k"
+    "   WHERE k.campaign_id = c.id) kk ON true"
+    " LEFT JOIN LATERAL (SELECT json_object_agg(state, n ORDER BY state) jobs FROM (SELECT state, count(*) n"
+    "   FROM {JOBS} jobs WHERE campaign_id = c.id GROUP BY state) s) jb ON true"
+    /* final verdicts and every attempt by verdict, in one pass (by
+     * candidate: a smaller join than by job) */
+    " LEFT JOIN LATERAL (SELECT json_object_agg(verdict, nf ORDER BY verdict) FILTER (WHERE nf > 0) verdicts,"
+    "   json_object_agg(verdict, n ORDER BY verdict) FILTER (WHERE n > 0) attempts FROM (SELECT verdict,"
+    "   sum(nf) nf, sum(n) n FROM (SELECT e.verdict, count(*) FILTER (WHERE e.is_final) nf, count(*) n"
+    "   FROM evaluations e JOIN candidates k ON k.id = e.candidate_id WHERE k.campaign_id = c.id"
+    "   GROUP BY e.verdict {VERIFY}) y GROUP BY verdict) x) v ON true"
+    /* the best per target: from the top of the ok results by speedup
+     * (evaluations_ok_speedup), or, with no speedup above 0, from all */
+    " LEFT JOIN LATERAL (SELECT json_agg(b ORDER BY b.target) best FROM (SELECT z.tg target, x.*"
+    "   FROM (SELECT DISTINCT tg FROM unnest(c.targets) tg) z,"
+    "   LATERAL (SELECT * FROM ((SELECT e.candidate_id, e.speedup, e.candidate_us, e.baseline_us, e.worker_id"
+    "     FROM evaluations e JOIN {JOBS} j ON j.id = e.job_id WHERE j.campaign_id = c.id AND j.target = z.tg"
+    "     AND e.is_final AND e.verdict = 'ok' AND e.speedup > 0 ORDER BY e.speedup DESC, e.candidate_id LIMIT 1)"
+    "    UNION ALL (SELECT e.candidate_id, e.speedup, e.candidate_us, e.baseline_us, e.worker_id"
+    "     FROM evaluations e JOIN {JOBS} j ON j.id = e.job_id WHERE j.campaign_id = c.id AND j.target = z.tg"
+    "     AND e.is_final AND e.verdict = 'ok' AND e.speedup IS NOT NULL ORDER BY e.speedup DESC, e.candidate_id"
+    "     LIMIT 1)) u LIMIT 1) x) b) bb ON true"
+    " ORDER BY c.id DESC";
 
 /* The fleet, with each worker's throughput and failures over its evaluations. */
 static const char WORKERS_SQL[] =
@@ -454,22 +510,16 @@ static int flush_bucket(const char *dir, const char *cid, char kind, long bk, kf
 }
 
 /* The candidate files (kind 'b', sql CANDIDATES_SQL) or proposal files
- * (kind 'p', PROPOSALS_SQL) of campaign cid: all, or those with a row that
- * changed since since. A file holds the rows of one bucket of ids
+ * (kind 'p', PROPOSALS_SQL) of campaign cid that the rows of sql (with its
+ * parameters p) fall in. A file holds the rows of one bucket of ids
  * (KF_EXPORT_BUCKET): one file per candidate would cost more in file
  * creation than everything else (100,000 files take ~15 s on a small VM).
  * Rows come in libpq's single-row mode: memory stays bounded, and the
  * server builds the next rows while this process writes files. */
-static int export_buckets(kf_db *db, const char *sql, char kind, const char *dir, const char *cid,
-                          const char *since, char *err, size_t errlen)
+static int export_buckets(PGconn *conn, const char *sql, const char *const *p, int np, char kind,
+                          const char *dir, const char *cid, char *err, size_t errlen)
 {
-    char bucket[32], sub[64];
-    snprintf(bucket, sizeof(bucket), "%d", KF_EXPORT_BUCKET);
-    snprintf(sub, sizeof(sub), "data/c%s", cid);
-    if (mkdir_in(dir, sub, err, errlen) < 0) return -1;
-    const char *p[3] = { cid, since, bucket };
-    PGconn *conn = kf_db_conn(db);
-    if (!PQsendQueryParams(conn, sql, 3, NULL, p, NULL, NULL, 0) || !PQsetSingleRowMode(conn)) {
+    if (!PQsendQueryParams(conn, sql, np, NULL, p, NULL, NULL, 0) || !PQsetSingleRowMode(conn)) {
         snprintf(err, errlen, "%s of campaign %s: %s", kind == 'b' ? "candidates" : "proposals", cid,
                  PQerrorMessage(conn));
         err[strcspn(err, "\n")] = 0;
@@ -503,90 +553,63 @@ static int export_buckets(kf_db *db, const char *sql, char kind, const char *dir
     return rc;
 }
 
+/* Settings of an export's transaction, on either connection: no JIT (its
+ * compilation costs a second per large query and saves nothing here), and
+ * sorting a chunk's rows in memory, not in temporary files. */
+static const char *const EXPORT_SETTINGS[] = { "SET LOCAL work_mem = '64MB'", "SET LOCAL jit = off" };
+
 /* A second connection to the same database that sees the same snapshot as
- * db's open transaction: the campaign query runs on it while db streams the
- * candidate rows (two server processes, one snapshot). NULL when it cannot
- * be made: the caller then runs everything on db. */
-static PGconn *open_twin(kf_db *db)
+ * db's open transaction: pieces of the export run on it while db runs
+ * others (two server processes, one snapshot). NULL when it cannot be
+ * made: the caller then runs everything on db. */
+static kf_db *open_twin(kf_db *db)
 {
-    PGconn *c1 = kf_db_conn(db);
-    PQconninfoOption *opts = PQconninfo(c1);
+    PQconninfoOption *opts = PQconninfo(kf_db_conn(db));
     if (!opts) return NULL;
-    const char *kw[64], *val[64];
-    int n = 0;
-    for (PQconninfoOption *o = opts; o->keyword && n < 63; o++) {
+    kf_strbuf ci = { 0 };
+    for (PQconninfoOption *o = opts; o->keyword; o++) {
         if (!o->val || !*o->val) continue;
-        kw[n] = o->keyword;
-        val[n++] = o->val;
+        kf_strbuf_printf(&ci, "%s%s='", ci.len ? " " : "", o->keyword);
+        for (const char *v = o->val; *v; v++) {
+            if (*v == '\'' || *v == '\\') kf_strbuf_add(&ci, "\\");
+            kf_strbuf_addn(&ci, v, 1);
+        }
+        kf_strbuf_add(&ci, "'");
     }
-    kw[n] = val[n] = NULL;
-    PGconn *c2 = PQconnectdbParams(kw, val, 0);
     PQconninfoFree(opts);
-    PGresult *snap = NULL, *r = NULL;
-    int ok = PQstatus(c2) == CONNECTION_OK;
+    char err[256];
+    kf_db *twin = ci.oom || !ci.s ? NULL : kf_db_open(ci.s, err, sizeof(err));
+    free(ci.s);
+    if (!twin) return NULL;
+    PGresult *snap = kf_db_exec(db, "SELECT pg_export_snapshot()", 0, NULL, err, sizeof(err));
+    int ok = snap && PQntuples(snap) == 1 &&
+             kf_db_cmd(twin, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL, err, sizeof(err)) == 0;
     if (ok) {
-        snap = PQexec(c1, "SELECT pg_export_snapshot()");
-        ok = PQresultStatus(snap) == PGRES_TUPLES_OK && PQntuples(snap) == 1;
-    }
-    if (ok) {
-        r = PQexec(c2, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-        ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-        PQclear(r);
-    }
-    if (ok) {
-        const char *p[1] = { PQgetvalue(snap, 0, 0) };
         /* SET TRANSACTION SNAPSHOT takes no parameters: quote the id */
-        char *q = PQescapeLiteral(c2, p[0], strlen(p[0]));
+        const char *id = PQgetvalue(snap, 0, 0);
+        char *q = PQescapeLiteral(kf_db_conn(twin), id, strlen(id));
         char sql[256];
         snprintf(sql, sizeof(sql), "SET TRANSACTION SNAPSHOT %s", q ? q : "''");
         PQfreemem(q);
-        r = PQexec(c2, sql);
-        ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-        PQclear(r);
+        ok = kf_db_cmd(twin, sql, 0, NULL, err, sizeof(err)) == 0;
     }
-    if (ok) {
-        r = PQexec(c2, "SET LOCAL work_mem = '64MB'");
-        ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-        PQclear(r);
-    }
-    PQclear(snap);
+    for (size_t i = 0; ok && i < sizeof(EXPORT_SETTINGS) / sizeof(EXPORT_SETTINGS[0]); i++)
+        ok = kf_db_cmd(twin, EXPORT_SETTINGS[i], 0, NULL, err, sizeof(err)) == 0;
+    if (snap) PQclear(snap);
     if (!ok) {
-        PQfinish(c2);
+        kf_db_close(twin);
         return NULL;
     }
-    return c2;
+    return twin;
 }
 
-/* Wait for the single-row result of a query sent on c; NULL with reason. */
-static PGresult *twin_result(PGconn *c, char *err, size_t errlen)
+/* The operator's view of campaign cid as members to add to its campaign
+ * object (malloc'ed: , "blockers": ..., "bests": ..., "pause_reason": ...):
+ * why the campaign does not progress (health.h) and its bests with noise
+ * and confirmation (bests.h), as `kfarm campaign status` and `kfarm best`
+ * say. NULL with reason. */
+static char *operator_view(kf_db *db, int64_t cid, char *err, size_t errlen)
 {
-    PGresult *r, *keep = NULL;
-    while ((r = PQgetResult(c))) {
-        if (!keep && PQresultStatus(r) == PGRES_TUPLES_OK) {
-            keep = r;
-            continue;
-        }
-        if (PQresultStatus(r) != PGRES_TUPLES_OK && err[0] == 0) {
-            snprintf(err, errlen, "campaign: %s", PQresultErrorMessage(r));
-            err[strcspn(err, "\n")] = 0;
-        }
-        PQclear(r);
-    }
-    return keep;
-}
-
-/* Export the data files; since NULL: all, else only what changed since then
- * (a timestamptz text). *now_out receives the database time the export's
- * snapshot was taken (malloc'ed). */
-/* The campaign object text with "blockers", "bests" and "pause_reason"
- * added (malloc'ed), or NULL with reason. */
-static char *with_operator_view(kf_db *db, int64_t cid, const char *text, char *err, size_t errlen)
-{
-    size_t n = strlen(text);
-    if (n < 2 || text[n - 1] != '}') {
-        snprintf(err, errlen, "campaign %lld: not a JSON object", (long long)cid);
-        return NULL;
-    }
     json_t *bl = kf_health_blockers(db, cid, NULL, err, errlen);
     json_t *be = bl ? kf_bests(db, cid, err, errlen) : NULL;
     char id[24];
@@ -598,14 +621,12 @@ static char *with_operator_view(kf_db *db, int64_t cid, const char *text, char *
     if (bl && be && r && PQntuples(r) == 1) {
         char *bls = json_dumps(bl, JSON_COMPACT), *bes = json_dumps(be, JSON_COMPACT);
         kf_strbuf b = { 0 };
-        kf_strbuf_addn(&b, text, n - 1);
         kf_strbuf_add(&b, ", \"blockers\": ");
         kf_strbuf_add(&b, bls);
         kf_strbuf_add(&b, ", \"bests\": ");
         kf_strbuf_add(&b, bes);
         kf_strbuf_add(&b, ", \"pause_reason\": ");
         kf_strbuf_add(&b, PQgetvalue(r, 0, 0));
-        kf_strbuf_add(&b, "}");
         free(bls);
         free(bes);
         if (b.oom || !bls || !bes) {
@@ -614,6 +635,8 @@ static char *with_operator_view(kf_db *db, int64_t cid, const char *text, char *
         } else {
             out = b.s;
         }
+    } else if (r && PQntuples(r) != 1) {
+        snprintf(err, errlen, "campaign %lld is gone", (long long)cid);
     }
     if (r) PQclear(r);
     json_decref(bl);
@@ -621,41 +644,280 @@ static char *with_operator_view(kf_db *db, int64_t cid, const char *text, char *
     return out;
 }
 
+/* ---- the pieces of an export, on two connections ---- */
+
+/* One piece: a chunk of a campaign's tables (data/c<ID>/r<N>.js), the
+ * candidate files of a range of ids, or a campaign's proposal files. */
+typedef struct {
+    char kind;         /* 'r' chunk, 'b' candidate files, 'p' proposal files */
+    int64_t cid;
+    int64_t lo, hi;    /* 'r', 'b': the candidate ids [lo, hi) */
+    const char *since; /* 'p': only the buckets changed since then (NULL: all) */
+} export_task;
+
+typedef struct {
+    const char *dir, *chunk_sql, *cand_sql;
+    export_task *t;
+    size_t n, cap, next;
+    int failed;
+    char err[512];
+    pthread_mutex_t mu;
+} export_pool;
+
+typedef struct {
+    export_pool *pool;
+    PGconn *conn;
+} export_worker;
+
+static int add_task(export_pool *pl, char kind, int64_t cid, int64_t lo, int64_t hi, const char *since)
+{
+    if (pl->n == pl->cap) {
+        size_t cap = pl->cap ? 2 * pl->cap : 256;
+        export_task *t = realloc(pl->t, cap * sizeof(*t));
+        if (!t) return -1;
+        pl->t = t;
+        pl->cap = cap;
+    }
+    pl->t[pl->n++] = (export_task){ .kind = kind, .cid = cid, .lo = lo, .hi = hi, .since = since };
+    return 0;
+}
+
+static int run_task(PGconn *conn, const export_pool *pl, const export_task *t, char *err, size_t errlen)
+{
+    char cid[24], lo[24], hi[24], bucket[16];
+    snprintf(cid, sizeof(cid), "%lld", (long long)t->cid);
+    snprintf(lo, sizeof(lo), "%lld", (long long)t->lo);
+    snprintf(hi, sizeof(hi), "%lld", (long long)t->hi);
+    snprintf(bucket, sizeof(bucket), "%d", KF_EXPORT_BUCKET);
+    if (t->kind == 'p') {
+        const char *p[3] = { cid, t->since, bucket };
+        return export_buckets(conn, PROPOSALS_SQL, p, 3, 'p', pl->dir, cid, err, errlen);
+    }
+    const char *p[3] = { cid, lo, hi };
+    if (t->kind == 'b') return export_buckets(conn, pl->cand_sql, p, 3, 'b', pl->dir, cid, err, errlen);
+    long long n = (long long)(t->lo / KF_EXPORT_CHUNK);
+    PGresult *r = PQexecParams(conn, pl->chunk_sql, 3, NULL, p, NULL, NULL, 0);
+    int rc = -1;
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
+        snprintf(err, errlen, "chunk %lld of campaign %s: %s", n, cid,
+                 PQresultStatus(r) == PGRES_TUPLES_OK ? "no row" : PQresultErrorMessage(r));
+        err[strcspn(err, "\n")] = 0;
+    } else {
+        char name[128], key[64];
+        snprintf(name, sizeof(name), "data/c%s/r%lld.js", cid, n);
+        snprintf(key, sizeof(key), "c%s/r%lld", cid, n);
+        rc = write_data(pl->dir, name, key, PQgetvalue(r, 0, 0), err, errlen);
+    }
+    PQclear(r);
+    return rc;
+}
+
+/* Stop the pool, keeping reason as the export's error unless one is
+ * kept already. */
+static void pool_error(export_pool *pl, const char *reason)
+{
+    pthread_mutex_lock(&pl->mu);
+    if (!pl->failed) snprintf(pl->err, sizeof(pl->err), "%s", reason && *reason ? reason : "export failed");
+    pl->failed = 1;
+    pthread_mutex_unlock(&pl->mu);
+}
+
+static void pool_fail(export_pool *pl)
+{
+    pthread_mutex_lock(&pl->mu);
+    pl->failed = 1;
+    pthread_mutex_unlock(&pl->mu);
+}
+
+/* Take pieces from the pool and do them on the worker's connection until
+ * none is left or one failed (the first failure's reason is kept). */
+static void *pool_run(void *arg)
+{
+    export_worker *w = arg;
+    export_pool *pl = w->pool;
+    char err[512];
+    for (;;) {
+        pthread_mutex_lock(&pl->mu);
+        const export_task *t = !pl->failed && pl->next < pl->n ? &pl->t[pl->next++] : NULL;
+        pthread_mutex_unlock(&pl->mu);
+        if (!t) break;
+        err[0] = 0;
+        if (run_task(w->conn, pl, t, err, sizeof(err)) < 0) {
+            pool_error(pl, err);
+            break;
+        }
+    }
+    return NULL;
+}
+
+
+/* A campaign whose file is rewritten: its index row, and (once built) the
+ * file's text without its closing brace and the operator's view. */
+typedef struct {
+    int row;
+    char *text;
+    char *view;
+} export_campaign;
+
+/* The next id of a JSON array of integers (INDEX_SQL's changed ids) at *s,
+ * or -1 at its end. */
+static int64_t next_id(const char **s)
+{
+    while (**s && (**s < '0' || **s > '9')) (*s)++;
+    if (!**s) return -1;
+    char *end;
+    int64_t v = strtoll(*s, &end, 10);
+    *s = end;
+    return v;
+}
+
+/* The pieces of campaign cid: every chunk and candidate file (all), or
+ * those with a changed candidate (changed: INDEX_SQL's JSON array of ids,
+ * in order; NULL: none) and the chunks missing from dir; and its proposal
+ * files. chunks: INDEX_SQL's JSON array of the campaign's chunks. 0, or -1
+ * when out of memory. */
+static int plan_campaign(export_pool *pl, const char *dir, int64_t cid, const char *chunks, int all,
+                         const char *changed, const char *since)
+{
+    const char *cs = chunks, *ks = changed ? changed : "";
+    int64_t n, k = next_id(&ks);
+    while ((n = next_id(&cs)) >= 0) {
+        int64_t lo = n * KF_EXPORT_CHUNK, hi = lo + KF_EXPORT_CHUNK;
+        while (k >= 0 && k < lo) k = next_id(&ks);
+        char name[128];
+        snprintf(name, sizeof(name), "data/c%lld/r%lld.js", (long long)cid, (long long)n);
+        if ((all || (k >= 0 && k < hi) || !file_exists(dir, name)) && add_task(pl, 'r', cid, lo, hi, NULL) < 0)
+            return -1;
+        if (all && add_task(pl, 'b', cid, lo, hi, NULL) < 0) return -1;
+    }
+    /* the changed candidates' buckets, runs of neighbours as one range */
+    ks = changed && !all ? changed : "";
+    k = next_id(&ks);
+    while (k >= 0) {
+        int64_t b0 = k / KF_EXPORT_BUCKET, b1 = b0;
+        while ((k = next_id(&ks)) >= 0 && k / KF_EXPORT_BUCKET <= b1 + 1) b1 = k / KF_EXPORT_BUCKET;
+        if (add_task(pl, 'b', cid, b0 * KF_EXPORT_BUCKET, (b1 + 1) * KF_EXPORT_BUCKET, NULL) < 0) return -1;
+    }
+    return add_task(pl, 'p', cid, 0, 0, all ? NULL : since);
+}
+
+/* The campaign file's text without its closing brace (malloc'ed): the head
+ * (HEAD_SQL) with the counts and bests of its index row (sums: INDEX_SQL's
+ * fourth column) and its chunks. NULL with reason. */
+static char *head_text(kf_db *db, const char *cid, const char *sums, const char *chunks, char *err,
+                       size_t errlen)
+{
+    const char *p[1] = { cid };
+    PGresult *h = kf_db_exec(db, HEAD_SQL, 1, p, err, errlen);
+    if (!h) return NULL;
+    char *out = NULL;
+    const char *head = PQntuples(h) == 1 ? PQgetvalue(h, 0, 0) : "";
+    size_t hn = strlen(head), sn = strlen(sums);
+    if (hn < 2 || head[hn - 1] != '}' || sn < 2 || sums[0] != '{' || sums[sn - 1] != '}') {
+        snprintf(err, errlen, "campaign %s: not a JSON object", cid);
+    } else {
+        kf_strbuf b = { 0 };
+        kf_strbuf_addn(&b, head, hn - 1);
+        kf_strbuf_add(&b, ", ");
+        kf_strbuf_addn(&b, sums + 1, sn - 2);
+        kf_strbuf_printf(&b, ", \"chunk_size\": %d, \"chunks\": %s", KF_EXPORT_CHUNK, chunks);
+        if (b.oom) {
+            snprintf(err, errlen, "out of memory");
+            free(b.s);
+        } else {
+            out = b.s;
+        }
+    }
+    PQclear(h);
+    return out;
+}
+
+/* What the twin does: the operator's views of the campaigns, then pieces
+ * from the pool. */
+typedef struct {
+    kf_db *db;
+    export_pool *pool;
+    export_campaign *camp;
+    int ncamp;
+    PGresult *plan;
+} twin_job;
+
+/* Fill in the operator's view of each campaign (ids: PLAN_SQL's rows) on
+ * db, then do pieces. */
+static void views_then_pieces(kf_db *db, export_pool *pl, export_campaign *camp, int ncamp, PGresult *plan)
+{
+    char err[512];
+    for (int i = 0; i < ncamp; i++) {
+        int64_t cid = strtoll(PQgetvalue(plan, camp[i].row, 0), NULL, 10);
+        err[0] = 0;
+        if (!(camp[i].view = operator_view(db, cid, err, sizeof(err)))) {
+            pool_error(pl, err);
+            return;
+        }
+    }
+    export_worker w = { pl, kf_db_conn(db) };
+    pool_run(&w);
+}
+
+static void *twin_run(void *arg)
+{
+    twin_job *j = arg;
+    views_then_pieces(j->db, j->pool, j->camp, j->ncamp, j->plan);
+    return NULL;
+}
+
+/* Export the data files; since NULL: all, else only what changed since then
+ * (a timestamptz text). *now_out receives the database time the export's
+ * snapshot was taken (malloc'ed). The work is shared by db and, when it
+ * can be made, a second connection sharing db's snapshot (open_twin) in a
+ * thread of its own: once the plan is made here (PLAN_SQL), the operator's
+ * views there while the index, the fleet and the campaign heads are built
+ * here, then the pieces (chunks, candidate and proposal files) on both. The campaign files are written after their chunks, and the index
+ * last. */
 static int export_data(kf_db *db, const char *dir, const char *since, char **now_out,
                        char *err, size_t errlen)
 {
     if (mkdir_in(dir, "data", err, errlen) < 0) return -1;
     if (kf_db_cmd(db, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL, err, errlen) < 0)
         return -1;
-    /* sorting 200,000 rows of a campaign in memory, not in temporary files */
-    if (kf_db_cmd(db, "SET LOCAL work_mem = '64MB'", 0, NULL, err, errlen) < 0) {
-        kf_db_rollback(db);
-        return -1;
-    }
-    int rc = -1;
-    PGresult *w = NULL, *idx = NULL;
-    PGconn *twin = NULL;
+    for (size_t i = 0; i < sizeof(EXPORT_SETTINGS) / sizeof(EXPORT_SETTINGS[0]); i++)
+        if (kf_db_cmd(db, EXPORT_SETTINGS[i], 0, NULL, err, errlen) < 0) {
+            kf_db_rollback(db);
+            return -1;
+        }
+    int rc = -1, nrows = 0, ncamp = 0, started = 0;
+    PGresult *w = NULL, *idx = NULL, *plan = NULL;
+    pthread_t thread;
+    export_pool pool = { .dir = dir };
+    pthread_mutex_init(&pool.mu, NULL);
+    export_campaign *camp = NULL;
     kf_strbuf b = { 0 };
+    twin_job tj = { 0 };
+    kf_db *twin = open_twin(db);
     char ev_f[128], ev_e[128], job[128];
     conf_columns(db, ev_f, ev_e, job, sizeof(ev_f));
-    char *csql = malloc(sizeof(CAMPAIGN_SQL) + 256), *ksql = malloc(sizeof(CANDIDATES_SQL) + 256), *isql = NULL;
+    char *csql = malloc(sizeof(CHUNK_SQL) + 256), *ksql = malloc(sizeof(CANDIDATES_SQL) + 256), *isql = NULL;
     if (!csql || !ksql) {
         snprintf(err, errlen, "out of memory");
         goto out;
     }
-    /* the confirmation state: the evaluation's column if there is one (read
-     * into fin), else the job's */
-    snprintf(csql, sizeof(CAMPAIGN_SQL) + 256, CAMPAIGN_SQL, strcmp(ev_e, "NULL") ? ev_e : "NULL::json",
-             strcmp(ev_e, "NULL") ? "f.conf" : job);
+    /* the confirmation state: the evaluation's column if there is one, else
+     * the job's (read into the chunk's rows) */
+    snprintf(csql, sizeof(CHUNK_SQL) + 256, CHUNK_SQL,
+             strcmp(ev_f, "NULL") ? ev_f : strcmp(job, "NULL") ? job : "NULL::json", "x.conf");
     snprintf(ksql, sizeof(CANDIDATES_SQL) + 256, CANDIDATES_SQL, job, ev_e);
     int has_purpose, has_conf_by;
     trust_columns(db, &has_purpose, &has_conf_by);
-    static const char *const names[] = { "{JOBS}", "{PURPOSE}", "{CONF_BY}" };
+    static const char *const names[] = { "{JOBS}", "{PURPOSE}", "{CONF_BY}", "{VERIFY}" };
     const char *values[] = { has_purpose ? "(SELECT * FROM jobs WHERE purpose = 'eval')" : "jobs",
                              has_purpose ? "j.purpose" : "'eval'",
-                             has_conf_by ? "e.confirmed_by_worker" : "NULL" };
-    char *t1 = sql_subst(csql, names, values, 3), *t2 = sql_subst(ksql, names, values, 3);
-    isql = sql_subst(INDEX_SQL, names, values, 3);
+                             has_conf_by ? "e.confirmed_by_worker" : "NULL",
+                             has_purpose ? "UNION ALL SELECT e.verdict, -count(*) FILTER (WHERE e.is_final),"
+                                           " -count(*) FROM jobs j JOIN evaluations e ON e.job_id = j.id"
+                                           " WHERE j.purpose = 'verify' AND j.campaign_id = c.id"
+                                           " GROUP BY e.verdict" : "" };
+    char *t1 = sql_subst(csql, names, values, 4), *t2 = sql_subst(ksql, names, values, 4);
+    isql = sql_subst(INDEX_SQL, names, values, 4);
     free(csql);
     free(ksql);
     csql = t1;
@@ -664,44 +926,89 @@ static int export_data(kf_db *db, const char *dir, const char *since, char **now
         snprintf(err, errlen, "out of memory");
         goto out;
     }
-    char off[16];
+    pool.chunk_sql = csql;
+    pool.cand_sql = ksql;
+    char off[16], csize[16];
     snprintf(off, sizeof(off), "%d", KF_QUEUE_OFFLINE_S); /* shown offline after this (queue.h) */
-    const char *wp[1] = { off };
-    if (!(w = kf_db_exec(db, WORKERS_SQL, 1, wp, err, errlen))) goto out;
-    const char *p[1] = { since };
-    if (!(idx = kf_db_exec(db, isql, 1, p, err, errlen))) goto out;
-    twin = open_twin(db);
-    for (int i = 0; i < PQntuples(idx); i++) {
-        const char *cid = PQgetvalue(idx, i, 0);
+    snprintf(csize, sizeof(csize), "%d", KF_EXPORT_CHUNK);
+    const char *wp[1] = { off }, *pp[2] = { since, csize };
+    if (!(plan = kf_db_exec(db, PLAN_SQL, 2, pp, err, errlen))) goto out;
+    nrows = PQntuples(plan);
+    if (!(camp = calloc((size_t)nrows + 1, sizeof(*camp)))) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    /* what to write: the campaigns with a change (all of them, or their
+     * changed chunks and buckets), and every campaign whose file is missing */
+    for (int i = 0; i < nrows; i++) {
+        const char *cid = PQgetvalue(plan, i, 0);
+        char name[128], sub[64];
+        snprintf(name, sizeof(name), "data/c%s.js", cid);
+        snprintf(sub, sizeof(sub), "data/c%s", cid);
+        int changed = PQgetvalue(plan, i, 1)[0] == 't', exists = file_exists(dir, name);
+        if (!changed && exists) continue;
+        if (mkdir_in(dir, sub, err, errlen) < 0) goto out;
+        camp[ncamp++].row = i;
+        if (plan_campaign(&pool, dir, strtoll(cid, NULL, 10), PQgetvalue(plan, i, 2), !since || !exists,
+                          PQgetisnull(plan, i, 3) ? NULL : PQgetvalue(plan, i, 3), since) < 0) {
+            snprintf(err, errlen, "out of memory");
+            goto out;
+        }
+    }
+    /* the fleet and the operator's views on the twin while the index and
+     * the heads are built here, then the pieces on both */
+    tj = (twin_job){ .db = twin, .pool = &pool, .camp = camp, .ncamp = ncamp, .plan = plan };
+    started = twin && pthread_create(&thread, NULL, twin_run, &tj) == 0;
+    if (!(idx = kf_db_exec(db, isql, 0, NULL, err, errlen)) ||
+        !(w = kf_db_exec(db, WORKERS_SQL, 1, wp, err, errlen))) {
+        pool_fail(&pool);
+        goto out;
+    }
+    if (PQntuples(idx) != nrows) {
+        snprintf(err, errlen, "the campaigns changed during the export");
+        pool_fail(&pool);
+        goto out;
+    }
+    for (int i = 0; i < ncamp; i++) {
+        int r = camp[i].row;
+        if (strcmp(PQgetvalue(idx, r, 0), PQgetvalue(plan, r, 0)) != 0) {
+            snprintf(err, errlen, "the campaigns changed during the export");
+            camp[i].text = NULL;
+        } else {
+            camp[i].text = head_text(db, PQgetvalue(idx, r, 0), PQgetvalue(idx, r, 2), PQgetvalue(plan, r, 2),
+                                     err, errlen);
+        }
+        if (!camp[i].text) {
+            pool_fail(&pool);
+            goto out;
+        }
+    }
+    if (started) {
+        export_worker me = { &pool, kf_db_conn(db) };
+        pool_run(&me);
+        pthread_join(thread, NULL);
+        started = 0;
+    } else {
+        views_then_pieces(db, &pool, camp, ncamp, plan);
+    }
+    if (pool.failed) {
+        snprintf(err, errlen, "%s", pool.err);
+        goto out;
+    }
+    /* a campaign file after its chunks: a page that sees it finds every
+     * chunk it names */
+    for (int i = 0; i < ncamp; i++) {
+        const char *cid = PQgetvalue(plan, camp[i].row, 0);
         char name[128], key[64];
         snprintf(name, sizeof(name), "data/c%s.js", cid);
         snprintf(key, sizeof(key), "c%s", cid);
-        int changed = PQgetvalue(idx, i, 1)[0] == 't';
-        if (!changed && file_exists(dir, name)) continue;
-        const char *cp[1] = { cid };
-        /* the campaign file's query on the twin, while the buckets stream here */
-        int sent = twin && PQsendQueryParams(twin, csql, 1, NULL, cp, NULL, NULL, 0);
-        if (export_buckets(db, ksql, 'b', dir, cid, changed ? since : NULL, err, errlen) < 0 ||
-            export_buckets(db, PROPOSALS_SQL, 'p', dir, cid, changed ? since : NULL, err, errlen) < 0) {
-            if (sent) PQclear(twin_result(twin, err, 0));
-            goto out;
-        }
-        err[0] = 0;
-        PGresult *c = sent ? twin_result(twin, err, errlen) : kf_db_exec(db, csql, 1, cp, err, errlen);
-        if (!c) {
-            if (!err[0]) snprintf(err, errlen, "campaign %s: the database sent no result", cid);
-            goto out;
-        }
-        int wr = 0;
-        if (PQntuples(c) == 1) {
-            /* the operator's view spliced in: why the campaign does not
-             * progress (health.h) and its bests with noise and confirmation
-             * (bests.h), as `kfarm campaign status` and `kfarm best` say */
-            char *full = with_operator_view(db, strtoll(cid, NULL, 10), PQgetvalue(c, 0, 0), err, errlen);
-            wr = full ? write_data(dir, name, key, full, err, errlen) : -1;
-            free(full);
-        }
-        PQclear(c);
+        kf_strbuf f = { 0 };
+        kf_strbuf_add(&f, camp[i].text);
+        kf_strbuf_add(&f, camp[i].view);
+        kf_strbuf_add(&f, "}");
+        int wr = f.oom ? -1 : write_data(dir, name, key, f.s, err, errlen);
+        if (f.oom) snprintf(err, errlen, "out of memory");
+        free(f.s);
         if (wr < 0) goto out;
     }
     kf_strbuf_add(&b, "{\"generated_at\": ");
@@ -709,9 +1016,9 @@ static int export_data(kf_db *db, const char *dir, const char *since, char **now
     kf_strbuf_add(&b, ",\n\"workers\": ");
     kf_strbuf_add(&b, PQgetvalue(w, 0, 0));
     kf_strbuf_add(&b, ",\n\"campaigns\": [");
-    for (int i = 0; i < PQntuples(idx); i++) {
+    for (int i = 0; i < nrows; i++) {
         if (i) kf_strbuf_add(&b, ",\n");
-        kf_strbuf_add(&b, PQgetvalue(idx, i, 2));
+        kf_strbuf_add(&b, PQgetvalue(idx, i, 1));
     }
     kf_strbuf_add(&b, "]}");
     if (b.oom) {
@@ -723,13 +1030,22 @@ static int export_data(kf_db *db, const char *dir, const char *since, char **now
     if (now_out) *now_out = strdup(PQgetvalue(w, 0, 2));
     rc = 0;
 out:
-    if (twin) PQfinish(twin); /* its transaction ends with it */
+    if (started) pthread_join(thread, NULL);
+    kf_db_close(twin); /* its transaction ends with it */
+    for (int i = 0; camp && i < ncamp; i++) {
+        free(camp[i].text);
+        free(camp[i].view);
+    }
+    free(camp);
+    free(pool.t);
+    pthread_mutex_destroy(&pool.mu);
     free(csql);
     free(ksql);
     free(isql);
     free(b.s);
     PQclear(w);
     PQclear(idx);
+    PQclear(plan);
     kf_db_rollback(db);
     return rc;
 }

@@ -9,21 +9,28 @@
  *         vendor/ (uPlot, highlight.js,     in the binary; $KFARM_DASHBOARD_DIR
  *         diff2html, jsdiff + licences)     overrides it for development)
  *     DIR/data/index.js                     campaign summaries and the fleet
- *     DIR/data/c<ID>.js                     one campaign's rows
+ *     DIR/data/c<ID>.js                     one campaign: settings, counts,
+ *                                           bests, proposals, its chunks
+ *     DIR/data/c<ID>/r<N>.js                the campaign's tables (candidates,
+ *                                           results, attempts) for candidates
+ *                                           N*8192 .. N*8192+8191 by id
  *     DIR/data/c<ID>/b<N>.js                candidates N*32 .. N*32+31 by id:
  *                                           source, logs, metrics, prompt
  *     DIR/data/c<ID>/p<N>.js                proposals N*32 .. N*32+31 that made
  *                                           no candidate: prompt, reply, why
  *
  * Each data file is a script calling kfarmData("KEY", {...}) (KEY: index,
- * c<ID>, c<ID>/b<N>, c<ID>/p<N>), which the page loads on demand by inserting a
- * <script> element: a page parses only what it shows, so a campaign of
- * 100,000 candidates opens as fast as the list of campaigns allows.
+ * c<ID>, c<ID>/r<N>, c<ID>/b<N>, c<ID>/p<N>), which the page loads on demand
+ * by inserting a <script> element: a page parses only what it shows, so a
+ * campaign of 100,000 candidates opens as fast as the list of campaigns
+ * allows.
  *
  * The JSON is built by PostgreSQL (json_build_object/json_agg), so it is
  * always valid JSON with correct escaping. Every file is written to a
- * temporary name and renamed into place, and the index last: a browser
- * reloading during a periodic export never sees a half-written file.
+ * temporary name and renamed into place, a campaign's file after its
+ * chunks, and the index last: a browser reloading during a periodic export
+ * never sees a half-written file, nor a campaign file naming a chunk not
+ * yet written.
  */
 #ifndef KF_EXPORT_H
 #define KF_EXPORT_H
@@ -31,13 +38,15 @@
 #include <stddef.h>
 #include "db.h"
 
-/* Write the whole site into dir (created if missing). Returns 0, or -1 with
- * reason (database, file system). */
+/* Write the whole site into dir (created if missing), reading it in one
+ * snapshot on db and, when one can be opened, a second connection to the
+ * same database. Returns 0, or -1 with reason (database, file system). */
 int kf_export_site(kf_db *db, const char *dir, char *err, size_t errlen);
 
-/* As kf_export_site, but rewrite only the campaign and candidate files with
- * something newer than since (a timestamptz, as the periodic export keeps
- * it; NULL: everything), and files missing from dir. */
+/* As kf_export_site, but rewrite only the campaign, chunk and candidate
+ * files with something newer than since (a timestamptz text, as the
+ * periodic export keeps it; NULL: everything), and files missing from dir.
+ * Returns 0, or -1 with reason. */
 int kf_export_site_since(kf_db *db, const char *dir, const char *since, char *err, size_t errlen);
 
 /* The coordinator's periodic export (--export-dir): a thread with its own

@@ -3,8 +3,10 @@
  *
  * Data. `kfarm export` writes data files that are scripts calling
  * kfarmData(KEY, object) (coordinator/export.h): data/index.js (campaign
- * summaries, the fleet), data/c<ID>.js (one campaign's rows, as arrays under
- * columns), data/c<ID>/b<N>.js (candidates N*32..N*32+31 with their
+ * summaries, the fleet), data/c<ID>.js (one campaign: settings, counts,
+ * bests, proposals, and the list of its chunks), data/c<ID>/r<N>.js (the
+ * rows of candidates N*8192..N*8192+8191 and their results and attempts,
+ * as arrays under columns), data/c<ID>/b<N>.js (candidates N*32..N*32+31 with their
  * sources, logs, metrics, prompts) and data/c<ID>/p<N>.js (proposals that
  * made no candidate, with their prompts and replies). load(KEY) inserts a <script> element and
  * resolves when the file has called kfarmData: this works from file://
@@ -250,37 +252,43 @@
     names.forEach(function (n) { o[n] = (T && Array.isArray(T[n])) ? T[n] : NONE; });
     return o;
   }
-  /* Campaign file -> model used by the pages (computed once per file). Row
-   * objects are built with fixed keys in a fixed order (one shape each). */
+  /* Campaign file and its chunks -> model used by the pages (computed once
+   * per file). C.parts: the chunk files (data/c<ID>/r<N>.js), each with the
+   * rows of its candidates and its own lists of details, workers and
+   * define sets; an older export had the rows in C itself. Row objects are
+   * built with fixed keys in a fixed order (one shape each). */
   function model(C) {
     if (C._m) return C._m;
-    var vn = C.verdict_names || [], sn = C.state_names || [], det = C.details || [], tg = C.targets || [];
-    var wn = C.worker_names || [], dn = C.define_sets || [], t0 = C.t0 || 0;
+    var vn = C.verdict_names || [], sn = C.state_names || [], tg = C.targets || [], t0 = C.t0 || 0;
     function name(list, x) { return typeof x === "number" ? list[x] : x; }
     function at(a, i) { return i < a.length ? a[i] : null; }
-    var K = cols(C.cands, ["id", "parent", "proposer", "defines", "t", "round", "proposal"]);
-    var cands = new Array(K.id.length), byId = new Map(), i;
-    for (i = 0; i < cands.length; i++) {
-      cands[i] = { id: K.id[i], parent: at(K.parent, i), proposer: at(K.proposer, i), defines: name(dn, at(K.defines, i)),
-        t: at(K.t, i), round: at(K.round, i), proposal: at(K.proposal, i), results: [] };
-      byId.set(cands[i].id, cands[i]);
-    }
-    var R = cols(C.res, ["k", "target", "state", "verdict", "speedup", "cand_us", "base_us", "cv", "lo", "hi", "noisy",
-      "tries", "worker", "t", "detail", "conf"]);
-    var res = new Array(R.k.length);
-    for (i = 0; i < res.length; i++) {
-      var t = at(R.t, i), d = at(R.detail, i), k = R.k[i];
-      var r = res[i] = { k: k, cand: byId.get(k), target: tg[at(R.target, i)], state: name(sn, at(R.state, i)),
-        verdict: name(vn, at(R.verdict, i)), speedup: at(R.speedup, i), cand_us: at(R.cand_us, i),
-        base_us: at(R.base_us, i), cv: at(R.cv, i), lo: at(R.lo, i), hi: at(R.hi, i),
-        noisy: at(R.noisy, i), tries: at(R.tries, i), worker: name(wn, at(R.worker, i)),
-        tabs: t !== null ? t0 + t : null, detail: d !== null ? det[d] : null, conf: at(R.conf, i) };
-      if (r.cand) r.cand.results.push(r);
-    }
-    var E = cols(C.evs, ["t", "k", "target", "verdict", "speedup", "worker", "detail"]), evs = new Array(E.t.length);
-    for (i = 0; i < evs.length; i++)
-      evs[i] = { tabs: t0 + E.t[i], k: at(E.k, i), target: tg[at(E.target, i)], verdict: name(vn, at(E.verdict, i)),
-        speedup: at(E.speedup, i), worker: at(E.worker, i), detail: at(E.detail, i) };
+    var cands = [], byId = new Map(), res = [], evs = [], i;
+    (C.parts || [C]).forEach(function (P) {
+      var det = P.details || [], wn = P.worker_names || [], dn = P.define_sets || [];
+      var K = cols(P.cands, ["id", "parent", "proposer", "defines", "t", "round", "proposal"]);
+      for (i = 0; i < K.id.length; i++) {
+        var k = { id: K.id[i], parent: at(K.parent, i), proposer: at(K.proposer, i), defines: name(dn, at(K.defines, i)),
+          t: at(K.t, i), round: at(K.round, i), proposal: at(K.proposal, i), results: [] };
+        cands.push(k);
+        byId.set(k.id, k);
+      }
+      var R = cols(P.res, ["k", "target", "state", "verdict", "speedup", "cand_us", "base_us", "cv", "lo", "hi", "noisy",
+        "tries", "worker", "t", "detail", "conf"]);
+      for (i = 0; i < R.k.length; i++) {
+        var t = at(R.t, i), d = at(R.detail, i), kk = R.k[i];
+        var r = { k: kk, cand: byId.get(kk), target: tg[at(R.target, i)], state: name(sn, at(R.state, i)),
+          verdict: name(vn, at(R.verdict, i)), speedup: at(R.speedup, i), cand_us: at(R.cand_us, i),
+          base_us: at(R.base_us, i), cv: at(R.cv, i), lo: at(R.lo, i), hi: at(R.hi, i),
+          noisy: at(R.noisy, i), tries: at(R.tries, i), worker: name(wn, at(R.worker, i)),
+          tabs: t !== null ? t0 + t : null, detail: d !== null ? det[d] : null, conf: at(R.conf, i) };
+        res.push(r);
+        if (r.cand) r.cand.results.push(r);
+      }
+      var E = cols(P.evs, ["t", "k", "target", "verdict", "speedup", "worker", "detail"]);
+      for (i = 0; i < E.t.length; i++)
+        evs.push({ tabs: t0 + E.t[i], k: at(E.k, i), target: tg[at(E.target, i)], verdict: name(vn, at(E.verdict, i)),
+          speedup: at(E.speedup, i), worker: at(E.worker, i), detail: at(E.detail, i) });
+    });
     var Q = cols(C.props, ["id", "round", "state", "model", "tokens_in", "tokens_out", "finish", "candidate", "latency_s", "reason"]);
     var props = new Array(Q.id.length);
     for (i = 0; i < props.length; i++)
@@ -853,6 +861,10 @@
           }, function () { return missing; });
         }
         return load("c" + c.id, fresh).then(function (C) {
+          /* the campaign's tables come in chunks of candidate ids (export.c) */
+          return Promise.all((C.chunks || []).map(function (n) { return load("c" + c.id + "/r" + n, fresh); }))
+            .then(function (parts) { if (C.chunks) C.parts = parts; return C; });
+        }).then(function (C) {
           var t1 = performance.now();
           model(C);
           window.kfarmTiming = { load_ms: t1 - t0, model_ms: performance.now() - t1 };

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The coordinator's periodic dashboard export (--export-dir) rewrites only
 # what changed: with nothing new, only data/index.js; after a new evaluation
-# of one candidate, that campaign's file and that candidate's bucket (and no
-# other bucket), and both then carry the new attempt. A `kfarm export` into a
-# fresh folder writes the same campaign file, and every candidate once, in
-# its bucket.
+# of one candidate, that campaign's file, the chunk of its tables that holds
+# the candidate and the candidate's bucket (and no other chunk or bucket),
+# and they then carry the new attempt. A `kfarm export` into a fresh folder
+# writes the same campaign file and chunks, and every candidate once, in its
+# bucket.
 source "$(dirname "$0")/../lib.sh"
 
 kf db migrate >/dev/null
@@ -34,14 +35,15 @@ for _ in $(seq 300); do
   sleep 0.1
 done
 sleep 1.5
-check "after a new evaluation, its campaign file and its bucket are rewritten, no other bucket" eq \
-  "$(cd "$S" && find . -type f -newer "$T_DIR/mark" | sort | tr '\n' ' ')" "./c$cid.js ./c$cid/b$((k / 32)).js ./index.js "
+check "after a new evaluation, its campaign file, chunk and bucket are rewritten, no other chunk or bucket" eq \
+  "$(cd "$S" && find . -type f -newer "$T_DIR/mark" | sort | tr '\n' ' ')" "./c$cid.js ./c$cid/b$((k / 32)).js ./c$cid/r$((k / 8192)).js ./index.js "
 check "the rewritten files carry the new attempt" \
-  bash -c "grep -q INCREMENTAL-MARK '$S/c$cid/b$((k / 32)).js' && grep -q INCREMENTAL-MARK '$S/c$cid.js'"
+  bash -c "grep -q INCREMENTAL-MARK '$S/c$cid/b$((k / 32)).js' && grep -q INCREMENTAL-MARK '$S/c$cid/r$((k / 8192)).js'"
 kill -TERM "$T_COORD"; wait "$T_COORD" 2>/dev/null || true
 kf export --out "$T_DIR/full" >/dev/null
 check "a full export writes the same campaign file" \
   bash -c "sed 's/\"generated_at\":\"[^\"]*\"//' '$S/c$cid.js' >'$T_DIR/a'; sed 's/\"generated_at\":\"[^\"]*\"//' '$T_DIR/full/data/c$cid.js' >'$T_DIR/b'; cmp -s '$T_DIR/a' '$T_DIR/b'"
+check "a full export writes the same chunks" bash -c "cd '$S/c$cid' && for f in r*.js; do cmp -s \$f '$T_DIR/full/data/c$cid/'\$f || exit 1; done && [ \$(ls r*.js | wc -l) = \$(ls '$T_DIR/full/data/c$cid' | grep -c '^r') ]"
 check "the full export has every candidate in exactly its bucket" eq "$(python3 - "$T_DIR/full/data" "$cid" <<'PY'
 import glob, json, re, sys
 ids = []
@@ -61,7 +63,7 @@ sql "INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, fencing_
      FROM jobs WHERE candidate_id = $k + 64 AND target = 'cpu'" >/dev/null
 sleep 1.1; touch "$T_DIR/mark2"
 kf export --out "$T_DIR/full" --since "$since" >/dev/null
-check "kfarm export --since rewrites only the changed campaign file and bucket (and the static files)" eq \
-  "$(cd "$T_DIR/full/data" && find . -type f -newer "$T_DIR/mark2" | sort | tr '\n' ' ')" "./c$cid.js ./c$cid/b$(((k + 64) / 32)).js ./index.js "
+check "kfarm export --since rewrites only the changed campaign file, chunk and bucket (and the static files)" eq \
+  "$(cd "$T_DIR/full/data" && find . -type f -newer "$T_DIR/mark2" | sort | tr '\n' ' ')" "./c$cid.js ./c$cid/b$(((k + 64) / 32)).js ./c$cid/r$(((k + 64) / 8192)).js ./index.js "
 check "the rewritten bucket carries the new attempt" grep -q CLI-SINCE-MARK "$T_DIR/full/data/c$cid/b$(((k + 64) / 32)).js"
 finish

@@ -29,7 +29,12 @@ c = data("index")["campaigns"][0]
 C = data(f"c{c['id']}")
 best = {b["target"]: b for b in C["best"]}
 ibest = {b["target"]: b for b in c["best"]}
-res = C["res"]
+res = {"k": [], "target": [], "conf": []}
+for n in C["chunks"]:  # the tables, in chunks of candidate ids
+    r = data(f"c{c['id']}/r{n}")["res"]
+    res["k"] += r["k"]
+    res["target"] += r["target"]
+    res["conf"] += r["conf"] or [None] * len(r["k"])
 conf = [res["conf"][i] for i, kk in enumerate(res["k"]) if kk == k and C["targets"][res["target"][i]] == "cpu"]
 K = data(f"c{c['id']}/b{k // 32}")[str(k)]
 ver = [r for r in K["results"] if r["purpose"] == "verify"]

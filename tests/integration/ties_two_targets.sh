@@ -58,7 +58,10 @@ check "the dashboard data carries bests per target, ties and noise" eq "$(node -
 global.kfarmData = function (k, v) { global.D = v; };
 require(process.argv[1]);
 var c = global.D, ok = 0, withCv = 0;
-c.res.verdict.forEach(function (v, i) { if (v === 0) { ok++; if (c.res.cv[i] !== null) withCv++; } });
+c.chunks.forEach(function (n) { /* the tables, in chunks of candidate ids */
+  require(process.argv[1].replace(/\.js$/, "/r" + n + ".js"));
+  global.D.res.verdict.forEach(function (v, i) { if (v === 0) { ok++; if (global.D.res.cv[i] !== null) withCv++; } });
+});
 console.log(c.bests.targets.length, c.bests.not_everywhere[0].candidate === Number(process.argv[2]),
   ok > 0 && ok === withCv, JSON.stringify(c.blockers));
 ' "$T_DIR/site/data/c$cid.js" "$fast")" "2 true true []"
