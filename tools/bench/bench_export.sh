@@ -21,7 +21,9 @@ R=${2:-3}
 W=$(mktemp -d /tmp/kfbench-export.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 tools/devdb start >/dev/null
-DB=$(tools/devdb createdb kfbench_export 2>/dev/null)
+# `devdb createdb` drops the database first: only when it is not there yet
+DB=$(tools/devdb conninfo kfbench_export)
+psql "$DB" -qtAX -c "SELECT 1" >/dev/null 2>&1 || DB=$(tools/devdb createdb kfbench_export 2>/dev/null)
 KFARM_DB=$DB build/kfarm db migrate >/dev/null
 if [ "${KEEP:-0}" != 1 ] || [ "$(psql "$DB" -qtAX -c "SELECT count(*) FROM campaigns WHERE name = 'big'")" = 0 ]; then
   psql "$DB" -qtAX -c "SET client_min_messages = warning" -c "TRUNCATE campaigns, tasks, workers CASCADE" >/dev/null
