@@ -117,10 +117,10 @@ static const char HEAD_SQL[] =
  * (verdicts, states, details, workers, sets of defines) are numbers into
  * lists: the verdict and state names of the head, the others the chunk's
  * own (sorted, numbered by dense_rank), so a chunk never changes because
- * another one did. Every row is found from the range through an index
- * (LATERAL ... OFFSET 0, scalar subqueries: lookups the planner cannot turn
- * into a join that, on the stale statistics of a freshly filled table,
- * could be quadratic: one chunk ran for minutes). Times are seconds after the campaign's creation. %s:
+ * another one did. Both sides of every join are read by the range of ids
+ * and the query runs with nested loops off (run_task()): hash joins,
+ * linear whatever the statistics say (on the stale statistics of a freshly
+ * filled table a nested loop over two ranges ran for minutes). Times are seconds after the campaign's creation. %s:
  * the evaluation's confirmation state (in x), then the result's (see
  * conf_columns()); {JOBS}: the jobs whose results count (trust_columns(),
  * sql_subst()). */
@@ -133,8 +133,8 @@ static const char CHUNK_SQL[] =
     "         f.verdict, f.speedup, f.candidate_us, f.baseline_us, f.created_at f_at,"
     "         left(f.detail, 120) d, f.worker_id w, %s AS conf, sh.cv, sh.lo, sh.hi,"
     "         CASE WHEN f.id IS NULL THEN NULL WHEN f.metrics->'timing'->'flags' ? 'noisy' THEN 1 ELSE 0 END noisy"
-    "         FROM {JOBS} j LEFT JOIN LATERAL (SELECT * FROM evaluations f WHERE f.job_id = j.id AND f.is_final"
-    "         OFFSET 0) f ON true"
+    "         FROM {JOBS} j LEFT JOIN evaluations f ON f.job_id = j.id AND f.is_final"
+    "         AND f.candidate_id >= $2::bigint AND f.candidate_id < $3::bigint"
     "         LEFT JOIN LATERAL (SELECT " R4("max((s->'candidate'->>'cv')::float8)") " cv,"
     "            " R4("min((s->>'speedup')::float8)") " lo, " R4("max((s->>'speedup')::float8)") " hi"
     "            FROM jsonb_array_elements(CASE WHEN jsonb_typeof(f.metrics->'timing'->'shapes') = 'array'"
@@ -176,9 +176,9 @@ static const char CHUNK_SQL[] =
     "          round((extract(epoch FROM e.created_at) - c.t0)::numeric, 1) t, e.candidate_id k,"
     "          array_position(c.targets, j.target) - 1 target, " CODE(VERDICTS, "e.verdict") " verdict,"
     "          " R4("e.speedup") " speedup, e.worker_id worker, left(e.detail, 120) detail"
-    "          FROM evaluations e CROSS JOIN LATERAL (SELECT j.target FROM {JOBS} j WHERE j.id = e.job_id"
-    "          AND j.campaign_id = c.id OFFSET 0) j"
-    "          WHERE e.candidate_id >= $2::bigint AND e.candidate_id < $3::bigint"
+    "          FROM evaluations e JOIN {JOBS} j ON j.id = e.job_id WHERE j.campaign_id = c.id"
+    "          AND j.candidate_id >= $2::bigint AND j.candidate_id < $3::bigint"
+    "          AND e.candidate_id >= $2::bigint AND e.candidate_id < $3::bigint"
     "          AND NOT e.is_final ORDER BY e.id) y)"
     ")::text FROM c";
 
@@ -696,7 +696,12 @@ static int run_task(PGconn *conn, const export_pool *pl, const export_task *t, c
     const char *p[3] = { cid, lo, hi };
     if (t->kind == 'b') return export_buckets(conn, pl->cand_sql, p, 3, 'b', pl->dir, cid, err, errlen);
     long long n = (long long)(t->lo / KF_EXPORT_CHUNK);
-    PGresult *r = PQexecParams(conn, pl->chunk_sql, 3, NULL, p, NULL, NULL, 0);
+    PGresult *r = PQexec(conn, "SET LOCAL enable_nestloop = off");
+    if (PQresultStatus(r) == PGRES_COMMAND_OK) {
+        PQclear(r);
+        r = PQexecParams(conn, pl->chunk_sql, 3, NULL, p, NULL, NULL, 0);
+        PQclear(PQexec(conn, "SET LOCAL enable_nestloop = on")); /* for the other statements */
+    }
     int rc = -1;
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
         snprintf(err, errlen, "chunk %lld of campaign %s: %s", n, cid,
