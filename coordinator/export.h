@@ -51,8 +51,8 @@ int kf_export_site_since(kf_db *db, const char *dir, const char *since, char *er
 
 /* The coordinator's periodic export (--export-dir): a thread with its own
  * database connection re-exports the site every interval_s seconds and once
- * more when stopped, rewriting only the campaign and candidate files that
- * changed since its previous export, so a large export (seconds for 100k candidates) never
+ * more when stopped, rewriting only the campaign, chunk and candidate files
+ * that changed since its previous export, so a large export (seconds for 100k candidates) never
  * delays job dispatch, heartbeats or results on the coordinator's loop.
  * Start returns NULL with reason when the connection or thread cannot be
  * made; export errors are logged and retried at the next interval. */

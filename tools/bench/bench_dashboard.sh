@@ -42,7 +42,8 @@ done
 cid=$(psql "$DB" -qtAX -c "SELECT id FROM campaigns WHERE name = 'big'")
 kid=$(psql "$DB" -qtAX -c "SELECT e.candidate_id FROM evaluations e JOIN jobs j ON j.id = e.job_id WHERE j.campaign_id = $cid AND e.is_final AND e.verdict = 'ok' ORDER BY e.speedup DESC LIMIT 1")
 echo "export of the whole site: $(du -sh "$W/site" | cut -f1) in $(find "$W/site" -type f | wc -l) files;" \
-  "campaign file $(du -h "$W/site/data/c$cid.js" | cut -f1), index $(du -h "$W/site/data/index.js" | cut -f1)," \
+  "campaign file $(du -h "$W/site/data/c$cid.js" | cut -f1) and its chunks $(cat "$W"/site/data/c$cid/r*.js | wc -c | awk '{printf "%.1fM", $1 / 1048576}'),"
+  "index $(du -h "$W/site/data/index.js" | cut -f1)," \
   "candidate bucket $(du -h "$W/site/data/c$cid/b$((kid / 32)).js" | cut -f1)"
 cat >"$W/pages.mjs" <<'JS'
 import { createRequire } from 'node:module';
