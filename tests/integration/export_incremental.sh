@@ -26,11 +26,12 @@ touch "$T_DIR/mark"
 sql "INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, fencing_token, verdict, detail, is_final)
      SELECT id, candidate_id, 9, 'synth-w1', -999999, 'infra_error', 'INCREMENTAL-MARK', false
      FROM jobs WHERE candidate_id = $k AND target = 'cpu'" >/dev/null
-# one export writes the bucket, then the campaign file, then the index:
-# wait for all three (a loaded host took more than 1.5 s from the first to
-# the last), then for one more interval
+# one export writes the bucket and the chunk, then the campaign file, then
+# the index: wait for all of them (a loaded host took more than 1.5 s from
+# the first to the last), then for one more interval
 for _ in $(seq 300); do
-  grep -q INCREMENTAL-MARK "$S/c$cid/b$((k / 32)).js" 2>/dev/null && grep -q INCREMENTAL-MARK "$S/c$cid.js" 2>/dev/null &&
+  grep -q INCREMENTAL-MARK "$S/c$cid/b$((k / 32)).js" 2>/dev/null &&
+    grep -q INCREMENTAL-MARK "$S/c$cid/r$((k / 8192)).js" 2>/dev/null &&
     [ "$S/index.js" -nt "$S/c$cid.js" ] && break
   sleep 0.1
 done
