@@ -82,8 +82,13 @@ c = [c for c in data("index")["campaigns"] if c["name"] == "lp"][0]
 C = data(f"c{c['id']}")
 ps = C["props"]
 cut = [i for i, f in enumerate(ps["finish"]) if f == "length" and "cut off" in (ps["reason"][i] or "")]
-linked = [k for k in C["cands"]["proposal"] if k in set(ps["id"])]
-ks = [k for k, p in zip(C["cands"]["id"], C["cands"]["proposal"]) if p]
+cands = {"id": [], "proposal": []}
+for n in C["chunks"]:  # the tables, in chunks of candidate ids
+    r = data(f"c{c['id']}/r{n}")["cands"]
+    cands["id"] += r["id"]
+    cands["proposal"] += r["proposal"]
+linked = [k for k in cands["proposal"] if k in set(ps["id"])]
+ks = [k for k, p in zip(cands["id"], cands["proposal"]) if p]
 ok = len(ks) > 0 and all("Row softmax" in d["proposal"]["prompt"] and d["proposal"]["reply"]
                          and d["proposal"]["prompt_tokens"] > 0
                          for d in (data(f"c{c['id']}/b{k // 32}")[str(k)] for k in ks))
