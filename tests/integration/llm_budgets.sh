@@ -5,8 +5,7 @@
 # (target_speedup) once the model's kernel reaches it -- both well before
 # their max_rounds. The goal is 1.2x: the model's kernel (softmax_good)
 # times ~1.5-2x on a quiet machine, and the test is about the stopping
-# rule, not the kernel (beside the other tests on a loaded 2-core host it
-# once stayed under 1.5x for all 10 rounds).
+# rule, not the kernel.
 source "$(dirname "$0")/../lib.sh"
 source "$KFARM_SRC/tests/llm/lib_llm.sh"
 
@@ -15,8 +14,10 @@ start_fake_llm "$KFARM_SRC/tests/llm/budget_script.json"
 llm_config "$T_DIR/tok.json" loop kf-tok ', "max_rounds": 10, "max_tokens": 1000'
 llm_config "$T_DIR/goal.json" loop kf-goal ', "max_rounds": 10, "target_speedup": 1.2, "tune_max_variants": 1'
 start_coordinator
+# one worker: cpu evaluations side by side disturb each other's timings
+# (with two on 2 cores the CV reached 20-34%, and the loop, which takes a
+# child only when its whole noise interval clears the best, kept the seed)
 start_worker w1
-start_worker w2
 kf campaign create tok --config "$T_DIR/tok.json"
 kf campaign create goal --config "$T_DIR/goal.json"
 kf campaign start tok
