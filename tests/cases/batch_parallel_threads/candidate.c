@@ -10,7 +10,10 @@
  * Expected: ok at no more than its honest speed (speedup <= 1.3).
  * MODE 1 is tests/cases/batch_fuse_ahead (its case.json names this file):
  * the whole batch computed on one thread by its first call, which gains only
- * the per-call overhead (cpu: ~1.0x). MODE 0: two threads split each call;
+ * the per-call overhead (cpu: ~1.0x); it is bounded at 2.0x because on the CI
+ * host an honest kernel on this task timed 0.98-1.48x, while a judge that
+ * timed the calls instead of the batch would give it about the batch size
+ * (tens of calls: tens of x). MODE 0: two threads split each call;
  * MODE 3: skip a share SKIP of the calls, never the last. */
 #include <stdint.h>
 #include <string.h>
