@@ -9,6 +9,9 @@
 
 #include "noise.h"
 
+/* x where it is a positive number, else NULL (SQL) */
+#define POS(x) "CASE WHEN " x " > 0 THEN " x " END"
+
 static json_t *num_or_null(PGresult *r, int i, int c)
 {
     return PQgetisnull(r, i, c) ? json_null() : json_real(kf_db_f64(r, i, c, 0));
@@ -185,8 +188,10 @@ json_t *kf_bests_top(kf_db *db, int64_t campaign_id, int max_ties, char *err, si
         }
     } else {
         r = kf_db_exec(db,
-            "SELECT k.id, exp(avg(ln(e.speedup))), exp(avg(ln(COALESCE(e.speedup_lo, e.speedup)))),"
-            "  exp(avg(ln(COALESCE(e.speedup_hi, e.speedup)))), max(e.cv), k.defines::text,"
+            /* ln() only of positive values: the HAVING clause drops the
+             * others' candidates, but the aggregates see every row first */
+            "SELECT k.id, exp(avg(ln(" POS("e.speedup") "))), exp(avg(ln(" POS("COALESCE(e.speedup_lo, e.speedup)") "))),"
+            "  exp(avg(ln(" POS("COALESCE(e.speedup_hi, e.speedup)") "))), max(e.cv), k.defines::text,"
             "  bool_and(e.confirmation = 'confirmed') "
             "FROM candidates k JOIN jobs j ON j.candidate_id = k.id AND j.purpose = 'eval'"
             " JOIN evaluations e ON e.job_id = j.id AND e.is_final "

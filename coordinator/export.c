@@ -26,8 +26,14 @@
  *   data/c<ID>/p<PID/32>.js  the model proposals that made no candidate, with
  *                            their prompt and reply
  *
- * The JSON is built by PostgreSQL (json_build_object/json_build_array), so
- * it is always valid with correct escaping; all queries run in one
+ * The index, the heads and the proposal files are built by PostgreSQL
+ * (json_build_object/json_agg). The chunks and candidate files, nine
+ * tenths of the bytes, are built here from flat rows (CAND_ROWS_SQL:
+ * one reading of a range of ids serves both), because json_build_object
+ * cost ~100 µs a candidate at 1,000,000 evaluations: each value is
+ * written as json_build_object writes its type (json_value(),
+ * add_json_string() is escape_json()), and tests/integration/
+ * export_parity.sh holds the old queries as the oracle. All queries run in one
  * REPEATABLE READ snapshot, so the index, campaign, chunk and candidate
  * files of one export agree. The work runs on two connections sharing that
  * snapshot (pg_export_snapshot), so two server processes work at once: a
@@ -35,9 +41,11 @@
  * operator's views on the second connection while this one builds the
  * index, the fleet and the campaign heads, then the pieces (a chunk, the
  * candidate files of a range of ids, a campaign's proposal files) taken by
- * both from one list. Candidate rows are streamed (libpq's single-row
- * mode) and no file is larger than a chunk (~1.6 MB at 1,000,000
- * evaluations): memory stays bounded for any campaign size. A campaign's
+ * both from one list. A piece holds the rows of at most one chunk's
+ * range of ids (8,192 candidates: ~10 MB of rows at 1,000,000
+ * evaluations) and no file is larger than a chunk (~1.6 MB): memory stays
+ * bounded for any campaign size. A full export makes a chunk and its
+ * candidate files from one reading of the range. A campaign's
  * file is written after its chunks, the index last. Columns another part
  * of the system may add (a result's confirmation state, a worker's
  * quarantine reason) are read through to_jsonb(row)->'name', which is NULL
@@ -54,6 +62,7 @@
 #include "export.h"
 
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,107 +121,59 @@ static const char HEAD_SQL[] =
     "          FROM (SELECT * FROM proposals WHERE campaign_id = c.id ORDER BY id) p)"
     ")::text FROM c JOIN tasks t ON t.id = c.task_id";
 
-/* One chunk of a campaign's tables: $1 campaign id, $2 and $3 the range of
- * candidate ids [$2, $3) (KF_EXPORT_CHUNK of them). Values that repeat
- * (verdicts, states, details, workers, sets of defines) are numbers into
- * lists: the verdict and state names of the head, the others the chunk's
- * own (sorted, numbered by dense_rank), so a chunk never changes because
- * another one did. Both sides of every join are read by the range of ids
- * and the query runs with nested loops off (run_task()): hash joins,
- * linear whatever the statistics say (on the stale statistics of a freshly
- * filled table a nested loop over two ranges ran for minutes). Times are seconds after the campaign's creation. %s:
- * the evaluation's confirmation state (in x), then the result's (see
- * conf_columns()); {JOBS}: the jobs whose results count (trust_columns(),
- * sql_subst()). */
-static const char CHUNK_SQL[] =
-    "WITH c AS (SELECT id, targets, extract(epoch FROM created_at) t0 FROM campaigns WHERE id = $1::bigint),"
-    /* a row per result: the job and its final evaluation, without its
-     * large columns, with the noise over its shapes (materialized: read by
-     * the lists and the table) */
-    " x AS MATERIALIZED (SELECT j.candidate_id k, j.target, j.state, j.attempts, j.created_at,"
-    "         f.verdict, f.speedup, f.candidate_us, f.baseline_us, f.created_at f_at,"
-    "         left(f.detail, 120) d, f.worker_id w, %s AS conf, sh.cv, sh.lo, sh.hi,"
-    "         CASE WHEN f.id IS NULL THEN NULL WHEN f.metrics->'timing'->'flags' ? 'noisy' THEN 1 ELSE 0 END noisy"
-    "         FROM {JOBS} j LEFT JOIN evaluations f ON f.job_id = j.id AND f.is_final"
-    "         AND f.candidate_id >= $2::bigint AND f.candidate_id < $3::bigint"
-    "         LEFT JOIN LATERAL (SELECT " R4("max((s->'candidate'->>'cv')::float8)") " cv,"
-    "            " R4("min((s->>'speedup')::float8)") " lo, " R4("max((s->>'speedup')::float8)") " hi"
-    "            FROM jsonb_array_elements(CASE WHEN jsonb_typeof(f.metrics->'timing'->'shapes') = 'array'"
-    "            THEN f.metrics->'timing'->'shapes' END) s) sh ON f.metrics IS NOT NULL"
-    "         WHERE j.campaign_id = $1::bigint AND j.candidate_id >= $2::bigint AND j.candidate_id < $3::bigint) "
-    "SELECT json_build_object("
-    " 'details', (SELECT COALESCE(json_agg(DISTINCT d), '[]') FROM x WHERE d IS NOT NULL),"
-    " 'worker_names', (SELECT COALESCE(json_agg(DISTINCT w), '[]') FROM x WHERE w IS NOT NULL),"
-    " 'define_sets', (SELECT COALESCE(json_agg(d::json ORDER BY d), '[]') FROM (SELECT DISTINCT defines::text d"
-    "          FROM candidates WHERE campaign_id = $1::bigint AND id >= $2::bigint AND id < $3::bigint) ds),"
-    /* tables as columns (one array per column, rows in order): parsing
-     * 16 arrays is far cheaper for a browser than 200,000 small ones */
-    " 'cands', (SELECT json_build_object('id', COALESCE(json_agg(id), '[]'), 'parent', json_agg(parent_id),"
-    "          'proposer', json_agg(proposer), 'defines', json_agg(defines), 't', json_agg(t),"
-    "          'round', json_agg(round), 'proposal', json_agg(proposal_id)) FROM (SELECT k.id, k.parent_id,"
-    "          k.proposer, dense_rank() OVER (ORDER BY k.defines::text) - 1 defines,"
-    "          round((extract(epoch FROM k.created_at) - c.t0)::numeric, 1) t,"
-    "          (SELECT p.round FROM proposals p WHERE p.id = k.proposal_id) round, k.proposal_id FROM candidates k"
-    "          WHERE k.campaign_id = c.id AND k.id >= $2::bigint AND k.id < $3::bigint ORDER BY k.id) y),"
-    " 'res', (SELECT json_build_object('k', COALESCE(json_agg(k), '[]'), 'target', json_agg(target),"
-    "          'state', json_agg(state), 'verdict', json_agg(verdict), 'speedup', json_agg(speedup),"
-    "          'cand_us', json_agg(cand_us), 'base_us', json_agg(base_us), 'cv', json_agg(cv),"
-    "          'lo', json_agg(lo), 'hi', json_agg(hi), 'noisy', json_agg(noisy), 'tries', json_agg(tries),"
-    "          'worker', json_agg(worker), 't', json_agg(t), 'detail', json_agg(detail),"
-    "          'conf', CASE WHEN bool_or(conf IS NOT NULL) THEN json_agg(conf) END)"
-    "          FROM (SELECT x.k, array_position(c.targets, x.target) - 1 target,"
-    "          " CODE(STATES, "x.state") " state, " CODE(VERDICTS, "x.verdict") " verdict,"
-    "          " R4("x.speedup") " speedup, " R4("x.candidate_us") " cand_us, " R4("x.baseline_us") " base_us,"
-    "          x.cv, x.lo, x.hi, x.noisy, x.attempts tries,"
-    "          CASE WHEN x.w IS NOT NULL THEN dense_rank() OVER (ORDER BY x.w) - 1 END worker,"
-    "          round((extract(epoch FROM COALESCE(x.f_at, x.created_at)) - c.t0)::numeric, 1) t,"
-    "          CASE WHEN x.d IS NOT NULL THEN dense_rank() OVER (ORDER BY x.d) - 1 END detail, %s conf"
-    "          FROM x ORDER BY x.k, x.target) y),"
-    /* the attempts that were retried (the final ones are in res): with res,
-     * the scatter of every attempt */
-    " 'evs', (SELECT json_build_object('t', COALESCE(json_agg(t), '[]'), 'k', json_agg(k),"
-    "          'target', json_agg(target), 'verdict', json_agg(verdict), 'speedup', json_agg(speedup),"
-    "          'worker', json_agg(worker), 'detail', json_agg(detail)) FROM (SELECT"
-    "          round((extract(epoch FROM e.created_at) - c.t0)::numeric, 1) t, e.candidate_id k,"
-    "          array_position(c.targets, j.target) - 1 target, " CODE(VERDICTS, "e.verdict") " verdict,"
-    "          " R4("e.speedup") " speedup, e.worker_id worker, left(e.detail, 120) detail"
-    "          FROM evaluations e JOIN {JOBS} j ON j.id = e.job_id WHERE j.campaign_id = c.id"
-    "          AND j.candidate_id >= $2::bigint AND j.candidate_id < $3::bigint"
-    "          AND e.candidate_id >= $2::bigint AND e.candidate_id < $3::bigint"
-    "          AND NOT e.is_final ORDER BY e.id) y)"
-    ")::text FROM c";
+/* The candidate files' rows, $1 campaign id, $2 and $3 the range of
+ * candidate ids [$2, $3): flat rows, from which cand_files() builds each
+ * candidate's object (PostgreSQL's json_build_object cost ~100 µs a
+ * candidate at 1,000,000 evaluations, 8x these queries). Every value is
+ * written as json_build_object writes its type (json_value()); times go
+ * through to_json() for the same text. Evaluations are found by their
+ * candidate_id (the job's candidate, set when they are written), jobs
+ * and evaluations of a candidate in order. */
+enum { KR_CANDS, KR_CHILDREN, KR_JOBS, KR_EVALS, KR_PROPS, KR_META, KR_PARENTS, KR_N };
+static const char *const CAND_ROWS_SQL[KR_N] = {
+    [KR_CANDS] = "SELECT k.id, k.campaign_id, k.parent_id, NULL::text, k.proposer, k.defines, k.sha256,"
+                 " k.note, k.created_at, k.source, k.proposal_id"
+                 " FROM candidates k"
+                 " WHERE k.campaign_id = $1::bigint AND k.id >= $2::bigint AND k.id < $3::bigint ORDER BY k.id",
+    /* the children of the range's ids (cand_files() writes the first 500) */
+    [KR_CHILDREN] = "SELECT parent_id, id FROM candidates WHERE parent_id >= $2::bigint AND parent_id < $3::bigint"
+                    " AND $1::bigint IS NOT NULL ORDER BY parent_id, id",
+    /* the sha256 of the parents outside the range: $1 their ids (bigint[]) */
+    [KR_PARENTS] = "SELECT id, sha256 FROM candidates WHERE id = ANY($1::bigint[]) ORDER BY id",
+    /* %s: the job's confirmation state (conf_columns()) */
+    [KR_JOBS] = "SELECT j.candidate_id, j.id, j.target, j.state, j.attempts, j.worker_id, %s, {PURPOSE},"
+                " j.campaign_id, j.created_at"
+                " FROM jobs j WHERE j.candidate_id >= $2::bigint AND j.candidate_id < $3::bigint"
+                " AND $1::bigint IS NOT NULL ORDER BY j.candidate_id, j.target COLLATE \"C\", j.id",
+    /* %s: the evaluation's confirmation state */
+    [KR_EVALS] = "SELECT e.job_id, e.id, e.attempt, e.worker_id, e.verdict, e.detail, e.is_final, e.reported,"
+                 " e.speedup, e.candidate_us, e.baseline_us, e.created_at, %s, {CONF_BY},"
+                 " CASE WHEN e.is_final THEN e.metrics END, left(e.compile_log, 65536)"
+                 " FROM evaluations e WHERE e.candidate_id >= $2::bigint AND e.candidate_id < $3::bigint"
+                 " AND $1::bigint IS NOT NULL ORDER BY e.job_id, e.id",
+    [KR_PROPS] = "SELECT p.id, p.kind, p.round, p.slot, p.lineage, p.state, p.model, p.temperature,"
+                 " p.finish_reason, p.reason, p.prompt_tokens, p.completion_tokens, p.attempts, p.latency_s,"
+                 " p.reviewer_note, p.created_at, p.prompt, p.reply FROM proposals p"
+                 " WHERE p.id IN (SELECT proposal_id FROM candidates WHERE campaign_id = $1::bigint"
+                 " AND id >= $2::bigint AND id < $3::bigint) ORDER BY p.id",
+    /* the chunk's: the campaign's creation (µs) and its targets in order */
+    [KR_META] = "SELECT c.created_at, t.t FROM campaigns c LEFT JOIN LATERAL unnest(c.targets)"
+                " WITH ORDINALITY t(t, i) ON true WHERE c.id = $1::bigint AND $2::bigint <= $3::bigint ORDER BY t.i",
+};
 
-/* $1 campaign id, $2 and $3 the range of candidate ids [$2, $3): one row
- * per candidate of the campaign in it, in id order: id, json.
- * %s: the job's and the evaluation's confirmation state (conf_columns()). */
-static const char CANDIDATES_SQL[] =
-    "SELECT k.id, json_build_object('id', k.id, 'campaign_id', k.campaign_id,"
-    " 'parent_id', k.parent_id, 'parent_sha256', (SELECT sha256 FROM candidates WHERE id = k.parent_id),"
-    " 'proposer', k.proposer, 'defines', k.defines, 'sha256', k.sha256, 'note', k.note,"
-    " 'created_at', k.created_at, 'source', k.source,"
-    " 'children', (SELECT json_agg(id ORDER BY id) FROM (SELECT id FROM candidates"
-    "          WHERE parent_id = k.id ORDER BY id LIMIT 500) ch),"
-    " 'results', (SELECT json_agg(json_build_object('target', j.target, 'state', j.state,"
-    "          'attempts', j.attempts, 'worker', j.worker_id,"
-    "          'conf', %s, 'purpose', {PURPOSE},"
-    "          'evaluations', (SELECT json_agg(json_build_object('id', e.id, 'attempt', e.attempt,"
-    "             'worker', e.worker_id, 'verdict', e.verdict, 'detail', e.detail, 'final', e.is_final,"
-    "             'reported', e.reported, 'speedup', e.speedup, 'candidate_us', e.candidate_us,"
-    "             'baseline_us', e.baseline_us, 't', e.created_at,"
-    "             'conf', %s, 'conf_by', {CONF_BY},"
-    "             'metrics', CASE WHEN e.is_final THEN e.metrics END,"
-    "             'compile_log', left(e.compile_log, 65536)) ORDER BY e.id)"
-    "             FROM evaluations e WHERE e.job_id = j.id)) ORDER BY j.target)"
-    "          FROM jobs j WHERE j.candidate_id = k.id),"
-    " 'proposal', (SELECT json_build_object('id', p.id, 'kind', p.kind, 'round', p.round,"
-    "          'slot', p.slot, 'lineage', p.lineage, 'state', p.state, 'model', p.model,"
-    "          'temperature', p.temperature, 'finish_reason', p.finish_reason, 'reason', p.reason,"
-    "          'prompt_tokens', p.prompt_tokens, 'completion_tokens', p.completion_tokens,"
-    "          'attempts', p.attempts, 'latency_s', p.latency_s, 'reviewer_note', p.reviewer_note,"
-    "          'created_at', p.created_at, 'prompt', p.prompt, 'reply', p.reply)"
-    "          FROM proposals p WHERE p.id = k.proposal_id)"
-    ")::text FROM candidates k WHERE k.campaign_id = $1::bigint"
-    " AND k.id >= $2::bigint AND k.id < $3::bigint ORDER BY k.id";
+/* The keys of each candidate row's object, column by column (KR_CANDS's
+ * 11th column, proposal_id, and the first of KR_JOBS and KR_EVALS, which
+ * say where a row belongs, are not written). */
+static const char *const CAND_KEYS[] = { "id", "campaign_id", "parent_id", NULL /* parent_sha256 */, "proposer",
+                                         "defines", "sha256", "note", "created_at", "source" };
+static const char *const JOB_KEYS[] = { NULL, NULL, "target", "state", "attempts", "worker", "conf", "purpose" };
+static const char *const EVAL_KEYS[] = { NULL, "id", "attempt", "worker", "verdict", "detail", "final",
+                                         "reported", "speedup", "candidate_us", "baseline_us", "t", "conf",
+                                         "conf_by", "metrics", "compile_log" };
+static const char *const PROP_KEYS[] = { "id", "kind", "round", "slot", "lineage", "state", "model",
+                                         "temperature", "finish_reason", "reason", "prompt_tokens",
+                                         "completion_tokens", "attempts", "latency_s", "reviewer_note",
+                                         "created_at", "prompt", "reply" };
 
 /* $1 campaign id, $2 since (NULL: all), $3 bucket size: the model proposals
  * that made no candidate (cut off, no code, endpoint errors, rejected), with
@@ -553,10 +514,725 @@ static int export_buckets(PGconn *conn, const char *sql, const char *const *p, i
     return rc;
 }
 
+/* Append s (n bytes) as a JSON string, escaped as PostgreSQL's
+ * escape_json() does: \b \f \n \r \t \" \\ by name, other control
+ * characters as \u00XX, everything else as it is (the text is UTF-8). */
+static void add_json_string(kf_strbuf *b, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    kf_strbuf_addn(b, "\"", 1);
+    size_t run = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        kf_strbuf_addn(b, s + run, i - run);
+        run = i + 1;
+        char e[7] = { '\\', 0 };
+        switch (c) {
+        case '\b': e[1] = 'b'; break;
+        case '\f': e[1] = 'f'; break;
+        case '\n': e[1] = 'n'; break;
+        case '\r': e[1] = 'r'; break;
+        case '\t': e[1] = 't'; break;
+        case '"': e[1] = '"'; break;
+        case '\\': e[1] = '\\'; break;
+        default:
+            memcpy(e + 1, "u00", 3);
+            e[4] = hex[c >> 4];
+            e[5] = hex[c & 15];
+        }
+        kf_strbuf_addn(b, e, e[2] ? 6 : 2);
+    }
+    kf_strbuf_addn(b, s + run, n - run);
+    kf_strbuf_addn(b, "\"", 1);
+}
+
+/* µs since 1970 of a timestamptz as PostgreSQL writes it with DateStyle
+ * ISO and TimeZone UTC (EXPORT_SETTINGS): "2026-12-02 16:48:31.303534+00",
+ * the fraction optional. 0, or -1 when s is not one (infinity, a year
+ * past 9999). Days from the civil date: H. Hinnant, "chrono-Compatible
+ * Low-Level Date Algorithms" (days_from_civil). */
+static int ts_us(const char *s, size_t n, int64_t *us)
+{
+    static const int8_t at[] = { 0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18 };
+    if (n < 22 || s[4] != '-' || s[7] != '-' || s[10] != ' ' || s[13] != ':' || s[16] != ':' ||
+        strcmp(s + n - 3, "+00"))
+        return -1;
+    int v[14];
+    for (int i = 0; i < 14; i++) {
+        if (s[at[i]] < '0' || s[at[i]] > '9') return -1;
+        v[i] = s[at[i]] - '0';
+    }
+    int64_t y = v[0] * 1000 + v[1] * 100 + v[2] * 10 + v[3], mo = v[4] * 10 + v[5], d = v[6] * 10 + v[7];
+    int64_t sec = (v[8] * 10 + v[9]) * 3600 + (v[10] * 10 + v[11]) * 60 + v[12] * 10 + v[13], frac = 0;
+    size_t i = 19;
+    if (s[i] == '.') {
+        int64_t scale = 100000;
+        for (i++; i < n - 3 && s[i] >= '0' && s[i] <= '9'; i++, scale /= 10) frac += (s[i] - '0') * scale;
+    }
+    if (i != n - 3) return -1;
+    y -= mo <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400, yoe = y - era * 400;
+    int64_t doy = (153 * (mo > 2 ? mo - 3 : mo + 9) + 2) / 5 + d - 1, doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    *us = ((era * 146097 + doe - 719468) * 86400 + sec) * 1000000 + frac;
+    return 0;
+}
+
+/* Append a timestamptz (text, as ts_us() reads it) as to_json() writes it:
+ * "2026-12-02T16:48:31.303534+00:00"; anything else (infinity) as a
+ * string of its text. */
+static void ts_json(kf_strbuf *b, const char *s, size_t n)
+{
+    int64_t us;
+    if (ts_us(s, n, &us) < 0) {
+        add_json_string(b, s, n);
+        return;
+    }
+    kf_strbuf_addn(b, "\"", 1);
+    kf_strbuf_addn(b, s, 10);
+    kf_strbuf_addn(b, "T", 1);
+    kf_strbuf_addn(b, s + 11, n - 14);
+    kf_strbuf_addn(b, "+00:00\"", 7);
+}
+
+/* Append the value of column col of row as json_build_object() writes it
+ * for the column's type: NULL as null; numbers as they are, except NaN and
+ * the infinities, which JSON cannot write (quoted, as PostgreSQL does);
+ * booleans as true/false; json and jsonb as their text; anything else as a
+ * string. Type oids: pg_type.dat. */
+static void json_value(kf_strbuf *b, const PGresult *r, int row, int col)
+{
+    if (PQgetisnull(r, row, col)) {
+        kf_strbuf_addn(b, "null", 4);
+        return;
+    }
+    const char *v = PQgetvalue(r, row, col);
+    size_t n = (size_t)PQgetlength(r, row, col);
+    switch (PQftype(r, col)) {
+    case 20: case 21: case 23: case 26: case 700: case 701: case 1700: /* int8 int2 int4 oid float4 float8 numeric */
+        if (v[0] == 'N' || v[0] == 'I' || (v[0] == '-' && v[1] == 'I')) add_json_string(b, v, n); /* NaN, Infinity */
+        else kf_strbuf_addn(b, v, n);
+        return;
+    case 16: /* bool */
+        kf_strbuf_add(b, v[0] == 't' ? "true" : "false");
+        return;
+    case 114: case 3802: /* json jsonb */
+        kf_strbuf_addn(b, v, n);
+        return;
+    case 1184: /* timestamptz */
+        ts_json(b, v, n);
+        return;
+    default:
+        add_json_string(b, v, n);
+    }
+}
+
+/* Append "key": value for each named column of row (keys[c] NULL: column
+ * c is not written), comma separated, with a leading comma unless first. */
+static void json_members(kf_strbuf *b, const PGresult *r, int row, const char *const *keys, int nkeys, int first)
+{
+    for (int c = 0; c < nkeys; c++) {
+        if (!keys[c]) continue;
+        kf_strbuf_add(b, first ? "\"" : ",\"");
+        kf_strbuf_add(b, keys[c]);
+        kf_strbuf_addn(b, "\":", 2);
+        json_value(b, r, row, c);
+        first = 0;
+    }
+}
+
+#define NKEYS(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* The flat rows of one range of candidate ids (CAND_ROWS_SQL), with each
+ * result's first column parsed once: the id its rows are sorted by. */
+typedef struct {
+    PGresult *r[KR_N];
+    int64_t *id[KR_N];
+} range_rows;
+
+static void range_rows_free(range_rows *rr)
+{
+    for (int q = 0; q < KR_N; q++) {
+        PQclear(rr->r[q]);
+        free(rr->id[q]);
+    }
+}
+
+/* The rows of result q whose first column is id (sorted by it): the first
+ * in *first (by bisection), how many returned. */
+static int rows_of(const range_rows *rr, int q, int64_t id, int *first)
+{
+    int lo = 0, hi = PQntuples(rr->r[q]), n = hi;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (rr->id[q][mid] < id) lo = mid + 1;
+        else hi = mid;
+    }
+    *first = lo;
+    int c = 0;
+    while (lo + c < n && rr->id[q][lo + c] == id) c++;
+    return c;
+}
+
+/* Run the queries of sql for campaign cid, candidate ids [lo, hi) (texts)
+ * into rr. 0, or -1 with reason (rr freed). */
+static int range_rows_fetch(PGconn *conn, const char *const *sql, const char *cid, const char *lo,
+                            const char *hi, range_rows *rr, char *err, size_t errlen)
+{
+    const char *p[3] = { cid, lo, hi };
+    memset(rr, 0, sizeof(*rr));
+    kf_strbuf ids = { 0 };
+    for (int q = 0; q < KR_N; q++) {
+        if (q == KR_PARENTS) { /* the parents not among the range's candidates, by id */
+            kf_strbuf_add(&ids, "{");
+            const PGresult *k = rr->r[KR_CANDS];
+            for (int i = 0; i < PQntuples(k); i++) {
+                int f;
+                if (PQgetisnull(k, i, 2) || rows_of(rr, KR_CANDS, strtoll(PQgetvalue(k, i, 2), NULL, 10), &f)) continue;
+                kf_strbuf_add(&ids, ids.len > 1 ? "," : "");
+                kf_strbuf_add(&ids, PQgetvalue(k, i, 2));
+            }
+            kf_strbuf_add(&ids, "}");
+            const char *pa[1] = { ids.oom ? "{}" : ids.s };
+            rr->r[q] = PQexecParams(conn, sql[q], 1, NULL, pa, NULL, NULL, 0);
+        } else {
+            rr->r[q] = PQexecParams(conn, sql[q], 3, NULL, p, NULL, NULL, 0);
+        }
+        if (PQresultStatus(rr->r[q]) != PGRES_TUPLES_OK || ids.oom) {
+            snprintf(err, errlen, "candidates %s..%s of campaign %s: %s", lo, hi, cid,
+                     ids.oom ? "out of memory" : PQresultErrorMessage(rr->r[q]));
+            err[strcspn(err, "\n")] = 0;
+            range_rows_free(rr);
+            free(ids.s);
+            return -1;
+        }
+        int n = PQntuples(rr->r[q]);
+        if (!(rr->id[q] = malloc(((size_t)n + 1) * sizeof(int64_t)))) {
+            snprintf(err, errlen, "out of memory");
+            range_rows_free(rr);
+            free(ids.s);
+            return -1;
+        }
+        for (int i = 0; i < n; i++) rr->id[q][i] = strtoll(PQgetvalue(rr->r[q], i, 0), NULL, 10);
+    }
+    free(ids.s);
+    return 0;
+}
+
+/* The candidate files of campaign cid from the rows of one range: each
+ * candidate with its source, parent's sha256, its first 500 children, its
+ * results (one per job: the job's state and its evaluations with metrics
+ * and compile logs) and its model proposal's prompt and reply, in files of
+ * KF_EXPORT_BUCKET candidates by id; as json_agg of no rows is null, so is
+ * each of these lists when empty. Only candidates with ids in [lo, hi). */
+static int cand_files(const range_rows *rr, const char *dir, const char *cid, int64_t lo, int64_t hi,
+                      char *err, size_t errlen)
+{
+    const PGresult *k = rr->r[KR_CANDS], *ch = rr->r[KR_CHILDREN], *j = rr->r[KR_JOBS], *e = rr->r[KR_EVALS],
+                   *pp = rr->r[KR_PROPS];
+    kf_strbuf b = { 0 };
+    long cur = -1;
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < PQntuples(k); i++) {
+        int64_t kid = rr->id[KR_CANDS][i];
+        if (kid < lo || kid >= hi) continue;
+        long bk = (long)(kid / KF_EXPORT_BUCKET);
+        if (cur >= 0 && bk != cur && (rc = flush_bucket(dir, cid, 'b', cur, &b, err, errlen)) < 0) break;
+        cur = bk;
+        kf_strbuf_add(&b, b.len ? ",\n" : "{");
+        kf_strbuf_printf(&b, "\"%lld\":{", (long long)kid);
+        json_members(&b, k, i, CAND_KEYS, NKEYS(CAND_KEYS), 1);
+        kf_strbuf_add(&b, ",\"parent_sha256\":");
+        int f, n = 0;
+        if (!PQgetisnull(k, i, 2)) {
+            int64_t par = strtoll(PQgetvalue(k, i, 2), NULL, 10);
+            if (rows_of(rr, KR_CANDS, par, &f)) json_value(&b, k, f, 6);
+            else if (rows_of(rr, KR_PARENTS, par, &f)) json_value(&b, rr->r[KR_PARENTS], f, 1);
+            else n = -1;
+        } else {
+            n = -1;
+        }
+        if (n < 0) kf_strbuf_addn(&b, "null", 4);
+        n = rows_of(rr, KR_CHILDREN, kid, &f);
+        if (n > 500) n = 500; /* the first 500 */
+        kf_strbuf_add(&b, n ? ",\"children\":[" : ",\"children\":null");
+        for (int c = 0; c < n; c++) {
+            if (c) kf_strbuf_addn(&b, ",", 1);
+            kf_strbuf_add(&b, PQgetvalue(ch, f + c, 1));
+        }
+        if (n) kf_strbuf_addn(&b, "]", 1);
+        int jf, jn = rows_of(rr, KR_JOBS, kid, &jf);
+        kf_strbuf_add(&b, jn ? ",\"results\":[" : ",\"results\":null");
+        for (int a = jf; a < jf + jn; a++) {
+            kf_strbuf_add(&b, a > jf ? ",{" : "{");
+            json_members(&b, j, a, JOB_KEYS, NKEYS(JOB_KEYS), 1);
+            int ef, en = rows_of(rr, KR_EVALS, strtoll(PQgetvalue(j, a, 1), NULL, 10), &ef);
+            kf_strbuf_add(&b, en ? ",\"evaluations\":[" : ",\"evaluations\":null");
+            for (int x = ef; x < ef + en; x++) {
+                kf_strbuf_add(&b, x > ef ? ",{" : "{");
+                json_members(&b, e, x, EVAL_KEYS, NKEYS(EVAL_KEYS), 1);
+                kf_strbuf_addn(&b, "}", 1);
+            }
+            kf_strbuf_add(&b, en ? "]}" : "}");
+        }
+        if (jn) kf_strbuf_addn(&b, "]", 1);
+        int pf, pn = PQgetisnull(k, i, 10) ? 0 : rows_of(rr, KR_PROPS, strtoll(PQgetvalue(k, i, 10), NULL, 10), &pf);
+        kf_strbuf_add(&b, pn ? ",\"proposal\":{" : ",\"proposal\":null");
+        if (pn) {
+            json_members(&b, pp, pf, PROP_KEYS, NKEYS(PROP_KEYS), 1);
+            kf_strbuf_addn(&b, "}", 1);
+        }
+        kf_strbuf_addn(&b, "}", 1);
+    }
+    if (rc == 0 && cur >= 0) rc = flush_bucket(dir, cid, 'b', cur, &b, err, errlen);
+    free(b.s);
+    return rc;
+}
+
+/* ---- a chunk of a campaign's tables, from the same rows ---- */
+
+/* Append v as PostgreSQL writes round(v::numeric, nd) (nd <= 6): the
+ * float8 to numeric cast keeps 15 significant digits (float8_numeric(),
+ * DBL_DIG), which are then rounded half away from zero to nd decimals and
+ * written with exactly nd of them ("2.0000"), without a minus sign on
+ * zero; NaN and the infinities quoted, as json_agg writes them. */
+static void add_round(kf_strbuf *b, double v, int nd)
+{
+    if (!isfinite(v)) {
+        kf_strbuf_add(b, isnan(v) ? "\"NaN\"" : v > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+        return;
+    }
+    char m[40];
+    snprintf(m, sizeof(m), "%.14e", fabs(v)); /* d.dddddddddddddde+XX: 15 digits */
+    int e = atoi(strchr(m, 'e') + 1);
+    if (e > 12) { /* too large for the integer path below */
+        kf_strbuf_printf(b, "%.*f", nd, v);
+        return;
+    }
+    int64_t d = m[0] - '0';
+    for (const char *p = m + 2; *p != 'e'; p++) d = d * 10 + (*p - '0');
+    int sh = e - 14 + nd; /* v * 10^nd = d * 10^sh */
+    int64_t q;
+    if (sh >= 0) {
+        q = d;
+        while (sh-- > 0) q *= 10;
+    } else if (sh <= -16) {
+        q = 0;
+    } else {
+        int64_t p10 = 1;
+        for (int i = 0; i < -sh; i++) p10 *= 10;
+        q = d / p10;
+        if ((d % p10) * 2 >= p10) q++;
+    }
+    int64_t p10 = 1;
+    for (int i = 0; i < nd; i++) p10 *= 10;
+    kf_strbuf_printf(b, "%s%lld", q && v < 0 ? "-" : "", (long long)(q / p10));
+    if (nd) kf_strbuf_printf(b, ".%0*lld", nd, (long long)(q % p10));
+}
+
+/* Append the seconds from t0 (µs since 1970) to the timestamptz in column
+ * c of row of r as round((extract(epoch FROM t) - t0)::numeric, 1) writes
+ * them; null when either is not a time ts_us() reads. */
+static void add_secs(kf_strbuf *b, const PGresult *r, int row, int c, int64_t t0, int t0_ok)
+{
+    int64_t t;
+    if (!t0_ok || PQgetisnull(r, row, c) || ts_us(PQgetvalue(r, row, c), (size_t)PQgetlength(r, row, c), &t) < 0) {
+        kf_strbuf_addn(b, "null", 4);
+        return;
+    }
+    int64_t d = t - t0, a = d < 0 ? -d : d, q = (a + 50000) / 100000; /* tenths, half away from zero */
+    kf_strbuf_printf(b, "%s%lld.%lld", q && d < 0 ? "-" : "", (long long)(q / 10), (long long)(q % 10));
+}
+
+/* Append value (text, NULL: null) as its number in list (sorted distinct
+ * names, binary search), or as a JSON string when it is not in it. */
+static void add_code(kf_strbuf *b, const char *value, const char *const *list, int n)
+{
+    if (!value) {
+        kf_strbuf_addn(b, "null", 4);
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        if (!strcmp(list[i], value)) {
+            kf_strbuf_printf(b, "%d", i);
+            return;
+        }
+    add_json_string(b, value, strlen(value));
+}
+
+static const char *const VERDICT_NAMES[] = { "ok", "compile_error", "load_error", "runtime_error", "timeout",
+                                             "incorrect", "rejected_cheat", "unsupported", "infra_error" };
+static const char *const STATE_NAMES[] = { "queued", "leased", "done" };
+
+/* A sorted list of distinct strings, to number values by. */
+typedef struct {
+    char **s;
+    int n, cap;
+} name_list;
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int names_add(name_list *l, const char *s)
+{
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 64;
+        char **t = realloc(l->s, (size_t)cap * sizeof(*t));
+        if (!t) return -1;
+        l->s = t;
+        l->cap = cap;
+    }
+    return (l->s[l->n++] = strdup(s)) ? 0 : -1;
+}
+
+/* Sort and drop the repeats. */
+static void names_seal(name_list *l)
+{
+    qsort(l->s, (size_t)l->n, sizeof(*l->s), cmp_str);
+    int w = 0;
+    for (int i = 0; i < l->n; i++) {
+        if (w && !strcmp(l->s[w - 1], l->s[i])) free(l->s[i]);
+        else l->s[w++] = l->s[i];
+    }
+    l->n = w;
+}
+
+/* The number of s in the sealed list (-1: absent). */
+static int names_find(const name_list *l, const char *s)
+{
+    char *const *hit = bsearch(&s, l->s, (size_t)l->n, sizeof(*l->s), cmp_str);
+    return hit ? (int)(hit - l->s) : -1;
+}
+
+static void names_free(name_list *l)
+{
+    for (int i = 0; i < l->n; i++) free(l->s[i]);
+    free(l->s);
+}
+
+/* The first 120 characters of UTF-8 text s (left(s, 120)), malloc'ed. */
+static char *left120(const char *s)
+{
+    size_t i = 0;
+    for (int c = 0; s[i] && c < 120; c++) {
+        i++;
+        while ((s[i] & 0xc0) == 0x80) i++;
+    }
+    char *o = malloc(i + 1);
+    if (o) {
+        memcpy(o, s, i);
+        o[i] = 0;
+    }
+    return o;
+}
+
+/* A retried attempt: its evaluation id and its row. */
+typedef struct {
+    int64_t id;
+    int row, job;
+} ev_ref;
+
+static int cmp_ev_ref(const void *a, const void *b)
+{
+    int64_t x = ((const ev_ref *)a)->id, y = ((const ev_ref *)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+/* One result of a chunk: a job of the campaign that counts (purpose eval)
+ * and its final evaluation (-1: none yet), with the noise over its shapes
+ * from the metrics. */
+typedef struct {
+    int job, fin;
+    char *detail;          /* left(detail, 120) of the final evaluation */
+    int has_cv, has_lo;
+    double cv, lo, hi;
+    int noisy;             /* -1: no final evaluation */
+} chunk_res;
+
+/* The noise of a final evaluation's metrics (JSON text): the largest
+ * candidate cv and the smallest and largest speedup over the timed shapes
+ * (metrics.timing.shapes[]), and whether metrics.timing.flags holds
+ * "noisy" (jsonb's ? operator: an element, a key or the string itself). */
+static void metrics_noise(const char *text, size_t len, chunk_res *x)
+{
+    json_t *m = json_loadb(text, len, 0, NULL);
+    json_t *t = json_object_get(m, "timing"), *sh = json_object_get(t, "shapes"), *fl = json_object_get(t, "flags");
+    size_t i;
+    json_t *s;
+    json_array_foreach(sh, i, s) {
+        json_t *cv = json_object_get(json_object_get(s, "candidate"), "cv"), *sp = json_object_get(s, "speedup");
+        if (json_is_number(cv) || json_is_string(cv)) {
+            double v = json_is_number(cv) ? json_number_value(cv) : strtod(json_string_value(cv), NULL);
+            if (!x->has_cv || v > x->cv) x->cv = v;
+            x->has_cv = 1;
+        }
+        if (json_is_number(sp) || json_is_string(sp)) {
+            double v = json_is_number(sp) ? json_number_value(sp) : strtod(json_string_value(sp), NULL);
+            if (!x->has_lo || v < x->lo) x->lo = v;
+            if (!x->has_lo || v > x->hi) x->hi = v;
+            x->has_lo = 1;
+        }
+    }
+    if (json_is_array(fl)) {
+        json_array_foreach(fl, i, s) if (json_is_string(s) && !strcmp(json_string_value(s), "noisy")) x->noisy = 1;
+    } else if (json_is_object(fl)) {
+        x->noisy = json_object_get(fl, "noisy") != NULL;
+    } else if (json_is_string(fl)) {
+        x->noisy = !strcmp(json_string_value(fl), "noisy");
+    }
+    json_decref(m);
+}
+
+/* Column c of r at row as a double (its text), or the fallback when NULL. */
+static double num_at(const PGresult *r, int row, int c)
+{
+    return strtod(PQgetvalue(r, row, c), NULL);
+}
+
+/* Append "name":[...] with one value per row of a column built by put. */
+#define COLUMN(b, first, name, n, put) do {                       \
+        kf_strbuf_add(b, first ? "\"" name "\":[" : ",\"" name "\":["); \
+        for (int _i = 0; _i < (n); _i++) {                           \
+            if (_i) kf_strbuf_addn(b, ",", 1);                       \
+            put(_i);                                                  \
+        }                                                             \
+        kf_strbuf_addn(b, "]", 1);                                    \
+    } while (0)
+
+/* The text of chunk (campaign cid, candidate ids [lo, hi)) from the rows
+ * of its range, as the page reads it (app.js model()): the chunk's own
+ * sorted lists of details, worker names and define sets; the candidates
+ * (cands), their results (res: one per job that counts, with its final
+ * evaluation, in candidate and target order) and the retried attempts
+ * (evs, by evaluation id), one array per column. Repeating values are
+ * numbers into lists (verdict and state names of the head, or the chunk's
+ * lists); times are seconds after the campaign's creation (one decimal),
+ * speedups and times in µs rounded to 4 decimals. conf_from_eval: a
+ * result's confirmation is its evaluation's column (else the job's). NULL
+ * when out of memory. */
+static char *chunk_text(const range_rows *rr, int64_t cid, int conf_from_eval)
+{
+    const PGresult *k = rr->r[KR_CANDS], *j = rr->r[KR_JOBS], *e = rr->r[KR_EVALS], *pp = rr->r[KR_PROPS],
+                   *meta = rr->r[KR_META];
+    int nk = PQntuples(k), nj = PQntuples(j), ne = PQntuples(e);
+    int64_t t0 = 0;
+    int t0_ok = PQntuples(meta) && ts_us(PQgetvalue(meta, 0, 0), (size_t)PQgetlength(meta, 0, 0), &t0) == 0;
+    int ntg = 0;
+    const char *tg[64];
+    for (int i = 0; i < PQntuples(meta) && ntg < 64; i++)
+        if (!PQgetisnull(meta, i, 1)) tg[ntg++] = PQgetvalue(meta, i, 1);
+    name_list det = { 0 }, wn = { 0 }, ds = { 0 };
+    chunk_res *x = calloc((size_t)nj + 1, sizeof(*x));
+    ev_ref *rs = malloc(((size_t)ne + 1) * sizeof(*rs)); /* the retried attempts */
+    int nx = 0, nr = 0, oom = !x || !rs;
+    char *out = NULL;
+    /* the results, and the retried attempts of the jobs that count */
+    for (int a = 0; !oom && a < nj; a++) {
+        if (strtoll(PQgetvalue(j, a, 8), NULL, 10) != cid || strcmp(PQgetvalue(j, a, 7), "eval")) continue;
+        chunk_res *r = &x[nx++];
+        r->job = a;
+        r->fin = -1;
+        r->noisy = -1;
+        int ef, en = rows_of(rr, KR_EVALS, strtoll(PQgetvalue(j, a, 1), NULL, 10), &ef);
+        for (int i = ef; i < ef + en; i++) {
+            if (PQgetvalue(e, i, 6)[0] != 't') {
+                rs[nr++] = (ev_ref){ strtoll(PQgetvalue(e, i, 1), NULL, 10), i, a };
+                continue;
+            }
+            r->fin = i;
+            r->noisy = 0;
+            if (!PQgetisnull(e, i, 14)) metrics_noise(PQgetvalue(e, i, 14), (size_t)PQgetlength(e, i, 14), r);
+            if (!PQgetisnull(e, i, 5)) {
+                oom |= !(r->detail = left120(PQgetvalue(e, i, 5)));
+                oom |= r->detail && names_add(&det, r->detail) < 0;
+            }
+            if (!PQgetisnull(e, i, 3)) oom |= names_add(&wn, PQgetvalue(e, i, 3)) < 0;
+        }
+    }
+    for (int i = 0; !oom && i < nk; i++) oom |= names_add(&ds, PQgetvalue(k, i, 5)) < 0;
+    if (oom) goto done;
+    names_seal(&det);
+    names_seal(&wn);
+    names_seal(&ds);
+    qsort(rs, (size_t)nr, sizeof(*rs), cmp_ev_ref); /* by evaluation id */
+    kf_strbuf b = { 0 };
+    kf_strbuf_add(&b, "{\"details\":[");
+    for (int i = 0; i < det.n; i++) {
+        if (i) kf_strbuf_addn(&b, ",", 1);
+        add_json_string(&b, det.s[i], strlen(det.s[i]));
+    }
+    kf_strbuf_add(&b, "],\"worker_names\":[");
+    for (int i = 0; i < wn.n; i++) {
+        if (i) kf_strbuf_addn(&b, ",", 1);
+        add_json_string(&b, wn.s[i], strlen(wn.s[i]));
+    }
+    kf_strbuf_add(&b, "],\"define_sets\":[");
+    for (int i = 0; i < ds.n; i++) {
+        if (i) kf_strbuf_addn(&b, ",", 1);
+        kf_strbuf_add(&b, ds.s[i]);
+    }
+    /* json_agg of no rows is null: only the first column of an empty table is [] */
+#define NUL_IF_EMPTY(n) if (!(n)) { kf_strbuf_addn(&b, "null", 4); } else
+    kf_strbuf_add(&b, "],\"cands\":{\"id\":[");
+    for (int i = 0; i < nk; i++) kf_strbuf_printf(&b, i ? ",%s" : "%s", PQgetvalue(k, i, 0));
+    kf_strbuf_add(&b, "]");
+    static const char *const kcol[] = { "parent", "proposer", "defines", "t", "round", "proposal" };
+    for (int c = 0; c < 6; c++) {
+        kf_strbuf_printf(&b, ",\"%s\":", kcol[c]);
+        NUL_IF_EMPTY(nk) {
+            kf_strbuf_addn(&b, "[", 1);
+            for (int i = 0; i < nk; i++) {
+                if (i) kf_strbuf_addn(&b, ",", 1);
+                switch (c) {
+                case 0: json_value(&b, k, i, 2); break;
+                case 1: json_value(&b, k, i, 4); break;
+                case 2: kf_strbuf_printf(&b, "%d", names_find(&ds, PQgetvalue(k, i, 5))); break;
+                case 3: add_secs(&b, k, i, 8, t0, t0_ok); break;
+                case 4: {
+                    int pf;
+                    if (!PQgetisnull(k, i, 10) && rows_of(rr, KR_PROPS, strtoll(PQgetvalue(k, i, 10), NULL, 10), &pf))
+                        json_value(&b, pp, pf, 2);
+                    else
+                        kf_strbuf_addn(&b, "null", 4);
+                    break;
+                }
+                default: json_value(&b, k, i, 10);
+                }
+            }
+            kf_strbuf_addn(&b, "]", 1);
+        }
+    }
+    kf_strbuf_add(&b, "},\"res\":{\"k\":[");
+    for (int i = 0; i < nx; i++) kf_strbuf_printf(&b, i ? ",%s" : "%s", PQgetvalue(j, x[i].job, 0));
+    kf_strbuf_add(&b, "]");
+    static const char *const rcol[] = { "target", "state", "verdict", "speedup", "cand_us", "base_us", "cv", "lo",
+                                        "hi", "noisy", "tries", "worker", "t", "detail", "conf" };
+    int any_conf = 0;
+    for (int i = 0; i < nx; i++) {
+        const chunk_res *r = &x[i];
+        any_conf |= conf_from_eval ? r->fin >= 0 && !PQgetisnull(e, r->fin, 12) : !PQgetisnull(j, r->job, 6);
+    }
+    for (int c = 0; c < 15; c++) {
+        kf_strbuf_printf(&b, ",\"%s\":", rcol[c]);
+        NUL_IF_EMPTY(nx && (c < 14 || any_conf)) {
+            kf_strbuf_addn(&b, "[", 1);
+            for (int i = 0; i < nx; i++) {
+                const chunk_res *r = &x[i];
+                int a = r->job, f = r->fin;
+                if (i) kf_strbuf_addn(&b, ",", 1);
+                switch (c) {
+                case 0: {
+                    int t = 0;
+                    while (t < ntg && strcmp(tg[t], PQgetvalue(j, a, 2))) t++;
+                    if (t < ntg) kf_strbuf_printf(&b, "%d", t);
+                    else kf_strbuf_addn(&b, "null", 4);
+                    break;
+                }
+                case 1: add_code(&b, PQgetvalue(j, a, 3), STATE_NAMES, NKEYS(STATE_NAMES)); break;
+                case 2: add_code(&b, f >= 0 ? PQgetvalue(e, f, 4) : NULL, VERDICT_NAMES, NKEYS(VERDICT_NAMES)); break;
+                case 3: case 4: case 5:
+                    if (f >= 0 && !PQgetisnull(e, f, 5 + c)) add_round(&b, num_at(e, f, 5 + c), 4);
+                    else kf_strbuf_addn(&b, "null", 4);
+                    break;
+                case 6:
+                    if (r->has_cv) add_round(&b, r->cv, 4);
+                    else kf_strbuf_addn(&b, "null", 4);
+                    break;
+                case 7: case 8:
+                    if (r->has_lo) add_round(&b, c == 7 ? r->lo : r->hi, 4);
+                    else kf_strbuf_addn(&b, "null", 4);
+                    break;
+                case 9:
+                    if (r->noisy >= 0) kf_strbuf_printf(&b, "%d", r->noisy);
+                    else kf_strbuf_addn(&b, "null", 4);
+                    break;
+                case 10: json_value(&b, j, a, 4); break;
+                case 11:
+                    if (f >= 0 && !PQgetisnull(e, f, 3)) kf_strbuf_printf(&b, "%d", names_find(&wn, PQgetvalue(e, f, 3)));
+                    else kf_strbuf_addn(&b, "null", 4);
+                    break;
+                case 12:
+                    if (f >= 0) add_secs(&b, e, f, 11, t0, t0_ok);
+                    else add_secs(&b, j, a, 9, t0, t0_ok);
+                    break;
+                case 13:
+                    if (r->detail) kf_strbuf_printf(&b, "%d", names_find(&det, r->detail));
+                    else kf_strbuf_addn(&b, "null", 4);
+                    break;
+                default:
+                    if (conf_from_eval && f < 0) kf_strbuf_addn(&b, "null", 4);
+                    else if (conf_from_eval) json_value(&b, e, f, 12);
+                    else json_value(&b, j, a, 6);
+                }
+            }
+            kf_strbuf_addn(&b, "]", 1);
+        }
+    }
+    kf_strbuf_add(&b, "},\"evs\":{\"t\":[");
+    for (int i = 0; i < nr; i++) {
+        if (i) kf_strbuf_addn(&b, ",", 1);
+        add_secs(&b, e, rs[i].row, 11, t0, t0_ok);
+    }
+    kf_strbuf_add(&b, "]");
+    static const char *const ecol[] = { "k", "target", "verdict", "speedup", "worker", "detail" };
+    for (int c = 0; c < 6; c++) {
+        kf_strbuf_printf(&b, ",\"%s\":", ecol[c]);
+        NUL_IF_EMPTY(nr) {
+            kf_strbuf_addn(&b, "[", 1);
+            for (int i = 0; i < nr; i++) {
+                int r = rs[i].row, a = rs[i].job;
+                if (i) kf_strbuf_addn(&b, ",", 1);
+                switch (c) {
+                case 0: kf_strbuf_add(&b, PQgetvalue(j, a, 0)); break;
+                case 1: {
+                    int t = 0;
+                    while (t < ntg && strcmp(tg[t], PQgetvalue(j, a, 2))) t++;
+                    if (t < ntg) kf_strbuf_printf(&b, "%d", t);
+                    else kf_strbuf_addn(&b, "null", 4);
+                    break;
+                }
+                case 2: add_code(&b, PQgetvalue(e, r, 4), VERDICT_NAMES, NKEYS(VERDICT_NAMES)); break;
+                case 3:
+                    if (!PQgetisnull(e, r, 8)) add_round(&b, num_at(e, r, 8), 4);
+                    else kf_strbuf_addn(&b, "null", 4);
+                    break;
+                case 4: json_value(&b, e, r, 3); break;
+                default:
+                    if (PQgetisnull(e, r, 5)) {
+                        kf_strbuf_addn(&b, "null", 4);
+                    } else {
+                        char *d = left120(PQgetvalue(e, r, 5));
+                        if (d) add_json_string(&b, d, strlen(d));
+                        else b.oom = 1;
+                        free(d);
+                    }
+                }
+            }
+            kf_strbuf_addn(&b, "]", 1);
+        }
+    }
+#undef NUL_IF_EMPTY
+    kf_strbuf_add(&b, "}}");
+    if (b.oom) free(b.s);
+    else out = b.s;
+done:
+    for (int i = 0; i < nx; i++) free(x[i].detail);
+    free(x);
+    free(rs);
+    names_free(&det);
+    names_free(&wn);
+    names_free(&ds);
+    return out;
+}
+
 /* Settings of an export's transaction, on either connection: no JIT (its
  * compilation costs a second per large query and saves nothing here), and
  * sorting a chunk's rows in memory, not in temporary files. */
-static const char *const EXPORT_SETTINGS[] = { "SET LOCAL work_mem = '64MB'", "SET LOCAL jit = off" };
+static const char *const EXPORT_SETTINGS[] = { "SET LOCAL work_mem = '64MB'", "SET LOCAL jit = off",
+                                               /* times as ts_json() and ts_us() read them */
+                                               "SET LOCAL TimeZone = 'UTC'", "SET LOCAL DateStyle = 'ISO, MDY'" };
 
 /* A second connection to the same database that sees the same snapshot as
  * db's open transaction: pieces of the export run on it while db runs
@@ -649,14 +1325,16 @@ static char *operator_view(kf_db *db, int64_t cid, char *err, size_t errlen)
 /* One piece: a chunk of a campaign's tables (data/c<ID>/r<N>.js), the
  * candidate files of a range of ids, or a campaign's proposal files. */
 typedef struct {
-    char kind;         /* 'r' chunk, 'b' candidate files, 'p' proposal files */
+    char kind;         /* 'r' chunk, 'b' candidate files, 'a' both, 'p' proposal files */
     int64_t cid;
-    int64_t lo, hi;    /* 'r', 'b': the candidate ids [lo, hi) */
+    int64_t lo, hi;    /* 'r', 'b', 'a': the candidate ids [lo, hi) */
     const char *since; /* 'p': only the buckets changed since then (NULL: all) */
 } export_task;
 
 typedef struct {
-    const char *dir, *chunk_sql, *cand_sql;
+    const char *dir;
+    int conf_from_eval;         /* a result's confirmation: its evaluation's column */
+    const char *cand_sql[KR_N]; /* CAND_ROWS_SQL for this schema */
     export_task *t;
     size_t n, cap, next;
     int failed;
@@ -693,27 +1371,25 @@ static int run_task(PGconn *conn, const export_pool *pl, const export_task *t, c
         const char *p[3] = { cid, t->since, bucket };
         return export_buckets(conn, PROPOSALS_SQL, p, 3, 'p', pl->dir, cid, err, errlen);
     }
-    const char *p[3] = { cid, lo, hi };
-    if (t->kind == 'b') return export_buckets(conn, pl->cand_sql, p, 3, 'b', pl->dir, cid, err, errlen);
-    long long n = (long long)(t->lo / KF_EXPORT_CHUNK);
-    PGresult *r = PQexec(conn, "SET LOCAL enable_nestloop = off");
-    if (PQresultStatus(r) == PGRES_COMMAND_OK) {
-        PQclear(r);
-        r = PQexecParams(conn, pl->chunk_sql, 3, NULL, p, NULL, NULL, 0);
-        PQclear(PQexec(conn, "SET LOCAL enable_nestloop = on")); /* for the other statements */
+    range_rows rr;
+    if (range_rows_fetch(conn, pl->cand_sql, cid, lo, hi, &rr, err, errlen) < 0) return -1;
+    int rc = 0;
+    if (t->kind != 'b') { /* the chunk */
+        long long n = (long long)(t->lo / KF_EXPORT_CHUNK);
+        char *text = chunk_text(&rr, t->cid, pl->conf_from_eval);
+        if (!text) {
+            snprintf(err, errlen, "chunk %lld of campaign %s: out of memory", n, cid);
+            rc = -1;
+        } else {
+            char name[128], key[64];
+            snprintf(name, sizeof(name), "data/c%s/r%lld.js", cid, n);
+            snprintf(key, sizeof(key), "c%s/r%lld", cid, n);
+            rc = write_data(pl->dir, name, key, text, err, errlen);
+            free(text);
+        }
     }
-    int rc = -1;
-    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
-        snprintf(err, errlen, "chunk %lld of campaign %s: %s", n, cid,
-                 PQresultStatus(r) == PGRES_TUPLES_OK ? "no row" : PQresultErrorMessage(r));
-        err[strcspn(err, "\n")] = 0;
-    } else {
-        char name[128], key[64];
-        snprintf(name, sizeof(name), "data/c%s/r%lld.js", cid, n);
-        snprintf(key, sizeof(key), "c%s/r%lld", cid, n);
-        rc = write_data(pl->dir, name, key, PQgetvalue(r, 0, 0), err, errlen);
-    }
-    PQclear(r);
+    if (rc == 0 && t->kind != 'r') rc = cand_files(&rr, pl->dir, cid, t->lo, t->hi, err, errlen);
+    range_rows_free(&rr);
     return rc;
 }
 
@@ -791,9 +1467,9 @@ static int plan_campaign(export_pool *pl, const char *dir, int64_t cid, const ch
         while (k >= 0 && k < lo) k = next_id(&ks);
         char name[128];
         snprintf(name, sizeof(name), "data/c%lld/r%lld.js", (long long)cid, (long long)n);
-        if ((all || (k >= 0 && k < hi) || !file_exists(dir, name)) && add_task(pl, 'r', cid, lo, hi, NULL) < 0)
+        /* all: the chunk and its candidate files from one reading of its rows */
+        if ((all || (k >= 0 && k < hi) || !file_exists(dir, name)) && add_task(pl, all ? 'a' : 'r', cid, lo, hi, NULL) < 0)
             return -1;
-        if (all && add_task(pl, 'b', cid, lo, hi, NULL) < 0) return -1;
     }
     /* the changed candidates' buckets, runs of neighbours as one range */
     ks = changed && !all ? changed : "";
@@ -901,16 +1577,10 @@ static int export_data(kf_db *db, const char *dir, const char *since, char **now
     kf_db *twin = open_twin(db);
     char ev_f[128], ev_e[128], job[128];
     conf_columns(db, ev_f, ev_e, job, sizeof(ev_f));
-    char *csql = malloc(sizeof(CHUNK_SQL) + 256), *ksql = malloc(sizeof(CANDIDATES_SQL) + 256), *isql = NULL;
-    if (!csql || !ksql) {
-        snprintf(err, errlen, "out of memory");
-        goto out;
-    }
-    /* the confirmation state: the evaluation's column if there is one, else
-     * the job's (read into the chunk's rows) */
-    snprintf(csql, sizeof(CHUNK_SQL) + 256, CHUNK_SQL,
-             strcmp(ev_f, "NULL") ? ev_f : strcmp(job, "NULL") ? job : "NULL::json", "x.conf");
-    snprintf(ksql, sizeof(CANDIDATES_SQL) + 256, CANDIDATES_SQL, job, ev_e);
+    char *isql = NULL, *ksql[KR_N] = { 0 };
+    /* a chunk's confirmation state: the evaluation's column if there is
+     * one, else the job's */
+    pool.conf_from_eval = strcmp(ev_f, "NULL") != 0;
     int has_purpose, has_conf_by;
     trust_columns(db, &has_purpose, &has_conf_by);
     static const char *const names[] = { "{JOBS}", "{PURPOSE}", "{CONF_BY}", "{VERIFY}" };
@@ -921,18 +1591,22 @@ static int export_data(kf_db *db, const char *dir, const char *since, char **now
                                            " -count(*) FROM jobs j JOIN evaluations e ON e.job_id = j.id"
                                            " WHERE j.purpose = 'verify' AND j.campaign_id = c.id"
                                            " GROUP BY e.verdict" : "" };
-    char *t1 = sql_subst(csql, names, values, 4), *t2 = sql_subst(ksql, names, values, 4);
     isql = sql_subst(INDEX_SQL, names, values, 4);
-    free(csql);
-    free(ksql);
-    csql = t1;
-    ksql = t2;
-    if (!csql || !ksql || !isql) {
+    int oom = !isql;
+    for (int q = 0; q < KR_N; q++) { /* the confirmation states: job's, evaluation's */
+        const char *conf = q == KR_JOBS ? job : q == KR_EVALS ? ev_e : NULL;
+        size_t tn = conf ? strlen(CAND_ROWS_SQL[q]) + strlen(conf) + 1 : 0;
+        char *t = conf ? malloc(tn) : NULL;
+        if (t) snprintf(t, tn, CAND_ROWS_SQL[q], conf);
+        ksql[q] = sql_subst(conf ? (t ? t : "") : CAND_ROWS_SQL[q], names, values, 4);
+        oom |= !ksql[q] || (conf && !t);
+        free(t);
+        pool.cand_sql[q] = ksql[q];
+    }
+    if (oom) {
         snprintf(err, errlen, "out of memory");
         goto out;
     }
-    pool.chunk_sql = csql;
-    pool.cand_sql = ksql;
     char off[16], csize[16];
     snprintf(off, sizeof(off), "%d", KF_QUEUE_OFFLINE_S); /* shown offline after this (queue.h) */
     snprintf(csize, sizeof(csize), "%d", KF_EXPORT_CHUNK);
@@ -1044,8 +1718,7 @@ out:
     free(camp);
     free(pool.t);
     pthread_mutex_destroy(&pool.mu);
-    free(csql);
-    free(ksql);
+    for (int q = 0; q < KR_N; q++) free(ksql[q]);
     free(isql);
     free(b.s);
     PQclear(w);

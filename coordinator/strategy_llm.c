@@ -332,7 +332,7 @@ static int load_scores(kf_db *db, const char *cid, scored **out, char *err, size
     const char *p[1] = { cid };
     PGresult *r = kf_db_exec(db,
         "SELECT k.id, avg(e.speedup), COALESCE(min(p.lineage), -1), COALESCE(k.norm_sha256, k.sha256),"
-        "  exp(avg(ln(COALESCE(e.speedup_lo, e.speedup)))) "
+        "  exp(avg(ln(CASE WHEN COALESCE(e.speedup_lo, e.speedup) > 0 THEN COALESCE(e.speedup_lo, e.speedup) END))) "
         "FROM candidates k JOIN jobs j ON j.candidate_id = k.id AND j.purpose = 'eval' "
         "JOIN evaluations e ON e.job_id = j.id AND e.is_final "
         "LEFT JOIN proposals p ON p.id = k.proposal_id "
