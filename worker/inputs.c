@@ -206,7 +206,25 @@ void kf_inputs_gen_spec(const kf_tensor_spec *ts, uint64_t seed, kf_gen_spec *g)
     }
 }
 
+/* kf_gen's loop with the spec's dtype, distribution and special-value
+ * test fixed (constants once inlined: no switch per element). The same
+ * kf_gen_value() and kf_gen_store(), so the same bits. */
+static inline __attribute__((always_inline)) void gen_as(void *buf, int64_t n, const kf_gen_spec *g, int dtype,
+                                                         int dist, int special)
+{
+    kf_gen_spec s = *g;
+    s.dtype = dtype;
+    s.dist = dist;
+    if (!special) s.thresh = 0;
+    for (int64_t i = 0; i < n; i++) kf_gen_store(buf, dtype, (uint64_t)i, kf_gen_value(&s, (uint64_t)i));
+}
+
 void kf_inputs_gen_fill(void *buf, int64_t n, const kf_gen_spec *g)
 {
-    for (int64_t i = 0; i < n; i++) kf_gen_store(buf, g->dtype, (uint64_t)i, kf_gen_value(g, (uint64_t)i));
+    if (g->dtype == KF_F32 && !g->thresh && g->dist == 0) gen_as(buf, n, g, KF_F32, 0, 0);
+    else if (g->dtype == KF_F32 && !g->thresh && g->dist == 1) gen_as(buf, n, g, KF_F32, 1, 0);
+    else if (g->dtype == KF_F32 && g->dist == 0) gen_as(buf, n, g, KF_F32, 0, 1);
+    else if (g->dtype == KF_F32 && g->dist == 1) gen_as(buf, n, g, KF_F32, 1, 1);
+    else
+        for (int64_t i = 0; i < n; i++) kf_gen_store(buf, g->dtype, (uint64_t)i, kf_gen_value(g, (uint64_t)i));
 }
