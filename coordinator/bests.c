@@ -188,16 +188,19 @@ json_t *kf_bests_top(kf_db *db, int64_t campaign_id, int max_ties, char *err, si
         }
     } else {
         r = kf_db_exec(db,
-            /* ln() only of positive values: the HAVING clause drops the
-             * others' candidates, but the aggregates see every row first */
-            "SELECT k.id, exp(avg(ln(" POS("e.speedup") "))), exp(avg(ln(" POS("COALESCE(e.speedup_lo, e.speedup)") "))),"
+            /* from the final ok results only (their partial indexes,
+             * schema 006; a fifth of all at 1,000,000 evaluations: 0.9 s
+             * instead of 3.3 s grouping every candidate's results): a job
+             * per target and candidate (jobs_one_eval), so a candidate is
+             * ok on every target when it has that many of them. ln() only
+             * of positive values (an interval's end may be missing) */
+            "SELECT k.id, exp(avg(ln(e.speedup))), exp(avg(ln(" POS("COALESCE(e.speedup_lo, e.speedup)") "))),"
             "  exp(avg(ln(" POS("COALESCE(e.speedup_hi, e.speedup)") "))), max(e.cv), k.defines::text,"
             "  bool_and(e.confirmation = 'confirmed') "
-            "FROM candidates k JOIN jobs j ON j.candidate_id = k.id AND j.purpose = 'eval'"
-            " JOIN evaluations e ON e.job_id = j.id AND e.is_final "
-            "WHERE k.campaign_id = $1::bigint GROUP BY k.id "
-            "HAVING bool_and(e.verdict = 'ok' AND e.speedup > 0 AND e.confirmation <> 'disputed')"
-            "  AND count(*) = (SELECT cardinality(targets) FROM campaigns WHERE id = $1::bigint) "
+            "FROM evaluations e JOIN jobs j ON j.id = e.job_id AND j.purpose = 'eval' AND j.campaign_id = $1::bigint"
+            " JOIN candidates k ON k.id = j.candidate_id "
+            "WHERE e.is_final AND e.verdict = 'ok' AND e.speedup > 0 AND e.confirmation <> 'disputed' "
+            "GROUP BY k.id HAVING count(*) = (SELECT cardinality(targets) FROM campaigns WHERE id = $1::bigint) "
             "ORDER BY 7 DESC, 2 DESC, 1", 1, p, err, errlen);
         if (!r) {
             json_decref(out);

@@ -860,6 +860,16 @@ static void add_code(kf_strbuf *b, const char *value, const char *const *list, i
     add_json_string(b, value, strlen(value));
 }
 
+/* Append the number of target in the campaign's targets (tg, in order:
+ * array_position() - 1), or null when it is not one of them. */
+static void add_target(kf_strbuf *b, const char *const *tg, int ntg, const char *target)
+{
+    int t = 0;
+    while (t < ntg && strcmp(tg[t], target)) t++;
+    if (t < ntg) kf_strbuf_printf(b, "%d", t);
+    else kf_strbuf_addn(b, "null", 4);
+}
+
 static const char *const VERDICT_NAMES[] = { "ok", "compile_error", "load_error", "runtime_error", "timeout",
                                              "incorrect", "rejected_cheat", "unsupported", "infra_error" };
 static const char *const STATE_NAMES[] = { "queued", "leased", "done" };
@@ -985,21 +995,11 @@ static void metrics_noise(const char *text, size_t len, chunk_res *x)
     json_decref(m);
 }
 
-/* Column c of r at row as a double (its text), or the fallback when NULL. */
+/* Column c of r at row as a double, from its text (the caller checks for NULL). */
 static double num_at(const PGresult *r, int row, int c)
 {
     return strtod(PQgetvalue(r, row, c), NULL);
 }
-
-/* Append "name":[...] with one value per row of a column built by put. */
-#define COLUMN(b, first, name, n, put) do {                       \
-        kf_strbuf_add(b, first ? "\"" name "\":[" : ",\"" name "\":["); \
-        for (int _i = 0; _i < (n); _i++) {                           \
-            if (_i) kf_strbuf_addn(b, ",", 1);                       \
-            put(_i);                                                  \
-        }                                                             \
-        kf_strbuf_addn(b, "]", 1);                                    \
-    } while (0)
 
 /* The text of chunk (campaign cid, candidate ids [lo, hi)) from the rows
  * of its range, as the page reads it (app.js model()): the chunk's own
@@ -1123,13 +1123,7 @@ static char *chunk_text(const range_rows *rr, int64_t cid, int conf_from_eval)
                 int a = r->job, f = r->fin;
                 if (i) kf_strbuf_addn(&b, ",", 1);
                 switch (c) {
-                case 0: {
-                    int t = 0;
-                    while (t < ntg && strcmp(tg[t], PQgetvalue(j, a, 2))) t++;
-                    if (t < ntg) kf_strbuf_printf(&b, "%d", t);
-                    else kf_strbuf_addn(&b, "null", 4);
-                    break;
-                }
+                case 0: add_target(&b, tg, ntg, PQgetvalue(j, a, 2)); break;
                 case 1: add_code(&b, PQgetvalue(j, a, 3), STATE_NAMES, NKEYS(STATE_NAMES)); break;
                 case 2: add_code(&b, f >= 0 ? PQgetvalue(e, f, 4) : NULL, VERDICT_NAMES, NKEYS(VERDICT_NAMES)); break;
                 case 3: case 4: case 5:
@@ -1186,13 +1180,7 @@ static char *chunk_text(const range_rows *rr, int64_t cid, int conf_from_eval)
                 if (i) kf_strbuf_addn(&b, ",", 1);
                 switch (c) {
                 case 0: kf_strbuf_add(&b, PQgetvalue(j, a, 0)); break;
-                case 1: {
-                    int t = 0;
-                    while (t < ntg && strcmp(tg[t], PQgetvalue(j, a, 2))) t++;
-                    if (t < ntg) kf_strbuf_printf(&b, "%d", t);
-                    else kf_strbuf_addn(&b, "null", 4);
-                    break;
-                }
+                case 1: add_target(&b, tg, ntg, PQgetvalue(j, a, 2)); break;
                 case 2: add_code(&b, PQgetvalue(e, r, 4), VERDICT_NAMES, NKEYS(VERDICT_NAMES)); break;
                 case 3:
                     if (!PQgetisnull(e, r, 8)) add_round(&b, num_at(e, r, 8), 4);

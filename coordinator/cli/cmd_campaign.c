@@ -255,14 +255,14 @@ static int do_list(kf_db *db)
 {
     char err[1024];
     PGresult *r = kf_db_exec(db,
-        "SELECT c.name, c.state, c.strategy, t.name AS task, array_to_string(c.targets, ',') AS targets,"
+        "SELECT c.name, c.state, t.name AS task,"
         " (SELECT count(*) FROM candidates k WHERE k.campaign_id = c.id)::text AS candidates,"
         " (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id AND j.purpose = 'eval' AND j.state = 'done')"
         " || '/' || (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id AND j.purpose = 'eval') AS jobs_done,"
         " (SELECT to_char(max(e.speedup), 'FM999990.000') || 'x' FROM evaluations e"
         "    JOIN jobs j ON j.id = e.job_id WHERE j.campaign_id = c.id AND e.is_final"
         "    AND e.verdict = 'ok' AND j.purpose = 'eval' AND e.confirmation <> 'disputed') AS best_speedup,"
-        " to_char(c.created_at, 'MM-DD HH24:MI') AS created"
+        " c.strategy, array_to_string(c.targets, ',') AS targets, to_char(c.created_at, 'MM-DD HH24:MI') AS created"
         " FROM campaigns c JOIN tasks t ON t.id = c.task_id ORDER BY c.id",
         0, NULL, err, sizeof(err));
     if (!r) return kf_cli_fail("%s", err);
@@ -271,14 +271,18 @@ static int do_list(kf_db *db)
         PQclear(r);
         return 0;
     }
-    static const char *const hdr[] = { "NAME", "STATE", "STRATEGY", "TASK", "TARGETS",
-                                       "CANDS", "DONE", "BEST", "CREATED" };
+    /* the name is never shortened (every other campaign command takes it);
+     * strategy, targets and creation time only with --wide */
+    static const char *const hdr[] = { "NAME", "STATE", "TASK", "CANDS", "DONE", "BEST",
+                                       "STRATEGY", "TARGETS", "CREATED" };
+    int nc = kf_cli_wide ? 9 : 6;
     kf_cli_table t;
-    kf_cli_table_init(&t, 9, hdr);
-    t.right[5] = t.right[6] = t.right[7] = 1;
+    kf_cli_table_init(&t, nc, hdr);
+    t.right[3] = t.right[4] = t.right[5] = 1;
+    t.keep[0] = 1;
     for (int i = 0; i < PQntuples(r); i++) {
         const char *row[9];
-        for (int c = 0; c < 9; c++) row[c] = kf_db_str(r, i, c);
+        for (int c = 0; c < nc; c++) row[c] = kf_db_str(r, i, c);
         kf_cli_table_row(&t, row);
     }
     if (PQntuples(r) == 0) {
@@ -301,8 +305,18 @@ static const char *dur(double s, char *buf, size_t cap)
     return buf;
 }
 
-/* One progress line: "running: jobs 5/12 done, 2 leased; round 2/5; ETA 1m20s". */
-static void progress_line(json_t *pg, char *out, size_t cap)
+/* The ETA of `campaign wait`'s lines: the estimate made when the count of
+ * done jobs last changed, counted down from then. The health estimate is
+ * the queued jobs over the rate since the start, which grows while a long
+ * job runs and nothing finishes (a newcomer saw the ETA count up). */
+typedef struct {
+    long long done;
+    double eta_s, at_s; /* the estimate, and when it was made (at_s 0: none yet) */
+} eta_clock;
+
+/* One progress line: "running: jobs 5/12 done, 2 leased; round 2/5; ETA 1m20s".
+ * ec: the countdown across lines (NULL: the estimate as it is). */
+static void progress_line(json_t *pg, eta_clock *ec, char *out, size_t cap)
 {
     json_t *j = json_object_get(pg, "jobs");
     long long done = json_integer_value(json_object_get(j, "done"));
@@ -312,6 +326,15 @@ static void progress_line(json_t *pg, char *out, size_t cap)
     long long dead = json_integer_value(json_object_get(pg, "rounds_without_reply"));
     long long maxr = json_integer_value(json_object_get(pg, "max_rounds"));
     double eta = json_number_value(json_object_get(pg, "eta_s"));
+    if (ec && eta >= 0) {
+        double now = kf_util_now_s();
+        if (ec->at_s > 0 && ec->done == done) {
+            eta = ec->eta_s - (now - ec->at_s);
+            if (eta < 0) eta = 0;
+        } else {
+            *ec = (eta_clock){ done, eta, now };
+        }
+    }
     size_t n = (size_t)snprintf(out, cap, "%s: jobs %lld/%lld done, %lld leased",
                                 json_string_value(json_object_get(pg, "state")), done, total, leased);
     if (strcmp(json_string_value(json_object_get(pg, "strategy")), "tune") != 0 && n < cap) {
@@ -330,6 +353,7 @@ static int do_wait(kf_db *db, const char *name, double timeout, double blocked_a
 {
     double start = kf_util_now_s(), blocked_since = -1, last_print = 0;
     char state[16] = "", err[1024], last[512] = "";
+    eta_clock ec = { 0 };
     int64_t id;
     for (;;) {
         if (kf_db_ensure(db, err, sizeof(err)) == 0) {
@@ -344,7 +368,7 @@ static int do_wait(kf_db *db, const char *name, double timeout, double blocked_a
                 double now = kf_util_now_s();
                 if (pg && !quiet) {
                     char line[512];
-                    progress_line(pg, line, sizeof(line));
+                    progress_line(pg, &ec, line, sizeof(line));
                     if (strcmp(line, last) || now - last_print >= 30) {
                         fprintf(stderr, "kfarm: campaign %s %s\n", name, line);
                         snprintf(last, sizeof(last), "%s", line);

@@ -138,18 +138,18 @@ void kf_cli_table_print(kf_cli_table *t, FILE *f, int maxw)
         for (int c = 0; c < t->ncols; c++) {
             const char *v = t->cells[r * (size_t)t->ncols + (size_t)c];
             size_t n = v ? u8len(v) : 0;
-            if (maxw > 0 && n > (size_t)maxw) n = (size_t)maxw;
+            if (maxw > 0 && n > (size_t)maxw && !t->keep[c]) n = (size_t)maxw;
             if (n > w[c]) w[c] = n;
         }
     /* Fit KF_CLI_WIDTH columns: narrow the widest column, one character at
-     * a time, down to 6 (--wide: no limit). */
+     * a time, down to 6, never a kept one (--wide: no limit). */
     if (!kf_cli_wide) {
         for (;;) {
             size_t total = 0;
             int widest = -1;
             for (int c = 0; c < t->ncols; c++) {
                 total += w[c] + (c ? 2 : 0);
-                if (w[c] > 6 && (widest < 0 || w[c] > w[widest])) widest = c;
+                if (!t->keep[c] && w[c] > 6 && (widest < 0 || w[c] > w[widest])) widest = c;
             }
             if (total <= KF_CLI_WIDTH || widest < 0) break;
             w[widest]--;

@@ -72,6 +72,7 @@ typedef struct {
     size_t nrows, cap;
     char **cells;                 /* nrows * ncols, malloc'ed copies */
     int right[KF_CLI_TABLE_MAXCOLS]; /* right-align column (numbers) */
+    int keep[KF_CLI_TABLE_MAXCOLS];  /* never shortened to fit the width (names other commands take) */
 } kf_cli_table;
 
 /* Output modes, set by kfarm.c from --wide / --json anywhere on the
