@@ -194,13 +194,15 @@ json_t *kf_bests_top(kf_db *db, int64_t campaign_id, int max_ties, char *err, si
              * per target and candidate (jobs_one_eval), so a candidate is
              * ok on every target when it has that many of them. ln() only
              * of positive values (an interval's end may be missing) */
-            "SELECT k.id, exp(avg(ln(e.speedup))), exp(avg(ln(" POS("COALESCE(e.speedup_lo, e.speedup)") "))),"
-            "  exp(avg(ln(" POS("COALESCE(e.speedup_hi, e.speedup)") "))), max(e.cv), k.defines::text,"
-            "  bool_and(e.confirmation = 'confirmed') "
-            "FROM evaluations e JOIN jobs j ON j.id = e.job_id AND j.purpose = 'eval' AND j.campaign_id = $1::bigint"
-            " JOIN candidates k ON k.id = j.candidate_id "
-            "WHERE e.is_final AND e.verdict = 'ok' AND e.speedup > 0 AND e.confirmation <> 'disputed' "
-            "GROUP BY k.id HAVING count(*) = (SELECT cardinality(targets) FROM campaigns WHERE id = $1::bigint) "
+            "SELECT g.id, g.sp, g.lo, g.hi, g.cv, k.defines::text, g.conf FROM (SELECT j.candidate_id id,"
+            "  exp(avg(ln(e.speedup))) sp, exp(avg(ln(" POS("COALESCE(e.speedup_lo, e.speedup)") "))) lo,"
+            "  exp(avg(ln(" POS("COALESCE(e.speedup_hi, e.speedup)") "))) hi, max(e.cv) cv,"
+            "  bool_and(e.confirmation = 'confirmed') conf "
+            " FROM evaluations e JOIN jobs j ON j.id = e.job_id AND j.purpose = 'eval' AND j.campaign_id = $1::bigint"
+            " WHERE e.is_final AND e.verdict = 'ok' AND e.speedup > 0 AND e.confirmation <> 'disputed'"
+            " GROUP BY j.candidate_id"
+            " HAVING count(*) = (SELECT cardinality(targets) FROM campaigns WHERE id = $1::bigint)) g"
+            " JOIN candidates k ON k.id = g.id "
             "ORDER BY 7 DESC, 2 DESC, 1", 1, p, err, errlen);
         if (!r) {
             json_decref(out);

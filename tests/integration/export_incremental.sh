@@ -40,6 +40,22 @@ check "after a new evaluation, its campaign file, chunk and bucket are rewritten
   "$(cd "$S" && find . -type f -newer "$T_DIR/mark" | sort | tr '\n' ' ')" "./c$cid.js ./c$cid/b$((k / 32)).js ./c$cid/r$((k / 8192)).js ./index.js "
 check "the rewritten files carry the new attempt" \
   bash -c "grep -q INCREMENTAL-MARK '$S/c$cid/b$((k / 32)).js' && grep -q INCREMENTAL-MARK '$S/c$cid/r$((k / 8192)).js'"
+# a result whose transaction began before an export's snapshot and
+# committed after it carries a time (its transaction's start) before that
+# export: the periodic export looks a minute further back (WORKERS_SQL in
+# coordinator/export.c) and still writes it
+k2=$((k + 200))
+psql "$KFARM_DB" -qtAX -v ON_ERROR_STOP=1 >/dev/null <<SQL
+BEGIN;
+INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, fencing_token, verdict, detail, is_final)
+  SELECT id, candidate_id, 11, 'synth-w1', -999997, 'infra_error', 'STRADDLE-MARK', false
+  FROM jobs WHERE candidate_id = $k2 AND target = 'cpu';
+SELECT pg_sleep(3);
+COMMIT;
+SQL
+for _ in $(seq 100); do grep -q STRADDLE-MARK "$S/c$cid/b$((k2 / 32)).js" 2>/dev/null && break; sleep 0.1; done
+check "a result committed after an export that began during its transaction reaches a later export" \
+  grep -q STRADDLE-MARK "$S/c$cid/b$((k2 / 32)).js"
 kill -TERM "$T_COORD"; wait "$T_COORD" 2>/dev/null || true
 kf export --out "$T_DIR/full" >/dev/null
 check "a full export writes the same campaign file" \
