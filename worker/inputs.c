@@ -178,7 +178,7 @@ int kf_inputs_is_poison(const void *buf, int dtype, int64_t i)
     case KF_F32: case KF_I32: {
         uint32_t u;
         memcpy(&u, (const char *)buf + 4 * i, 4);
-        return dtype == KF_I32 ? u == (uint32_t)KF_INPUTS_I32_POISON : u == 0xffffffffu;
+        return dtype == KF_I32 ? u == (uint32_t)KF_INPUTS_I32_POISON : u == KF_INPUTS_F32_POISON;
     }
     case KF_F16: case KF_BF16: return ((const uint16_t *)buf)[i] == 0xffffu;
     case KF_F64: {

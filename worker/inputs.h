@@ -28,6 +28,7 @@
 #include "gen.h"
 
 #define KF_INPUTS_I32_POISON ((int32_t)0x80000001) /* -2147483647 */
+#define KF_INPUTS_F32_POISON 0xffffffffu          /* an f32 of the floating pattern, as a word */
 
 /* xoshiro256** state. */
 typedef struct {

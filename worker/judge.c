@@ -991,7 +991,7 @@ static void fill_cmd(judge *j, const layout *L, kf_rp_cmd *c, int op)
     c->ws_bytes = L->ws_bytes;
 }
 
-static uint32_t poison_of(int dtype) { return dtype == KF_I32 ? (uint32_t)KF_INPUTS_I32_POISON : 0xffffffffu; }
+static uint32_t poison_of(int dtype) { return dtype == KF_I32 ? (uint32_t)KF_INPUTS_I32_POISON : KF_INPUTS_F32_POISON; }
 
 static void io_fail(judge *j, const char *what)
 {
@@ -1004,7 +1004,7 @@ static void poison(judge *j, runner *r, const layout *L)
         if (j->be->fill32(j->dev, &r->arena, L->out_off[o], poison_of(j->t->outputs[o].dtype),
                           (L->out_bytes[o] + 3) & ~3ull))
             io_fail(j, "poison");
-    if (L->ws_bytes && j->be->fill32(j->dev, &r->arena, L->ws_off, 0xffffffffu, (L->ws_bytes + 3) & ~3ull))
+    if (L->ws_bytes && j->be->fill32(j->dev, &r->arena, L->ws_off, KF_INPUTS_F32_POISON, (L->ws_bytes + 3) & ~3ull))
         io_fail(j, "poison");
 }
 

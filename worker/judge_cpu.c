@@ -150,7 +150,7 @@ static int cpu_fill32(kf_judge_dev *d, kf_jarena *a, uint64_t off, uint32_t pat,
 {
     if (!in_range(a, off, n) || (n & 3)) return -1;
     uint32_t *p = (uint32_t *)((char *)a->host + off);
-    if (pat == 0xffffffffu) {
+    if (pat == KF_INPUTS_F32_POISON) {
         memset(p, 0xff, n);
     } else {
         for (uint64_t i = 0; i < n / 4; i++) p[i] = pat;
@@ -214,11 +214,11 @@ static int cpu_compare(kf_judge_dev *d, const kf_jarena *c, uint64_t coff, const
     const char *cp = (const char *)c->host + coff, *rp = (const char *)r->host + roff;
     p->cand = p->ref = 0;
     p->cand_first = p->ref_first = -1;
-    if (dtype == KF_F32) { /* the common case without a call per element (kf_inputs_is_poison's pattern) */
+    if (dtype == KF_F32) { /* the common case, without a call per element */
         const uint32_t *cu = (const uint32_t *)(const void *)cp, *ru = (const uint32_t *)(const void *)rp;
         for (int64_t i = 0; i < n; i++) {
-            if (cu[i] == 0xffffffffu && !p->cand++) p->cand_first = i;
-            if (ru[i] == 0xffffffffu && !p->ref++) p->ref_first = i;
+            if (cu[i] == KF_INPUTS_F32_POISON && !p->cand++) p->cand_first = i;
+            if (ru[i] == KF_INPUTS_F32_POISON && !p->ref++) p->ref_first = i;
         }
     } else {
         for (int64_t i = 0; i < n; i++) {
