@@ -125,8 +125,9 @@ static const char HEAD_SQL[] =
  * candidate ids [$2, $3): flat rows, from which cand_files() builds each
  * candidate's object (PostgreSQL's json_build_object cost ~100 µs a
  * candidate at 1,000,000 evaluations, 8x these queries). Every value is
- * written as json_build_object writes its type (json_value()); times go
- * through to_json() for the same text. Evaluations are found by their
+ * written as json_build_object writes its type (json_value()); times come
+ * as text in UTC (EXPORT_SETTINGS), written as to_json() would by
+ * ts_json() and read as µs by ts_us(). Evaluations are found by their
  * candidate_id (the job's candidate, set when they are written), jobs
  * and evaluations of a candidate in order. */
 enum { KR_CANDS, KR_CHILDREN, KR_JOBS, KR_EVALS, KR_PROPS, KR_META, KR_PARENTS, KR_N };
@@ -470,18 +471,21 @@ static int flush_bucket(const char *dir, const char *cid, char kind, long bk, kf
     return rc;
 }
 
-/* The candidate files (kind 'b', sql CANDIDATES_SQL) or proposal files
- * (kind 'p', PROPOSALS_SQL) of campaign cid that the rows of sql (with its
- * parameters p) fall in. A file holds the rows of one bucket of ids
- * (KF_EXPORT_BUCKET): one file per candidate would cost more in file
- * creation than everything else (100,000 files take ~15 s on a small VM).
- * Rows come in libpq's single-row mode: memory stays bounded, and the
- * server builds the next rows while this process writes files. */
-static int export_buckets(PGconn *conn, const char *sql, const char *const *p, int np, char kind,
-                          const char *dir, const char *cid, char *err, size_t errlen)
+/* The proposal files of campaign cid that the rows of PROPOSALS_SQL (with
+ * its parameters p) fall in. A file holds the rows of one bucket of ids
+ * (KF_EXPORT_BUCKET), like the candidate files: one file per row would
+ * cost more in file creation than everything else (100,000 files take
+ * ~15 s on a small VM). Rows come in libpq's single-row mode: memory stays
+ * bounded, and the server builds the next rows while this process writes
+ * files. */
+static int export_proposals(PGconn *conn, const char *const *p, const char *dir, const char *cid, char *err,
+                            size_t errlen)
 {
+    const char *sql = PROPOSALS_SQL;
+    const int np = 3;
+    const char kind = 'p';
     if (!PQsendQueryParams(conn, sql, np, NULL, p, NULL, NULL, 0) || !PQsetSingleRowMode(conn)) {
-        snprintf(err, errlen, "%s of campaign %s: %s", kind == 'b' ? "candidates" : "proposals", cid,
+        snprintf(err, errlen, "%s of campaign %s: %s", "proposals", cid,
                  PQerrorMessage(conn));
         err[strcspn(err, "\n")] = 0;
         PGresult *r;
@@ -502,7 +506,7 @@ static int export_buckets(PGconn *conn, const char *sql, const char *const *p, i
             kf_strbuf_add(&b, PQgetvalue(r, 0, 1));
             cur = bk;
         } else if (st != PGRES_SINGLE_TUPLE && st != PGRES_TUPLES_OK && rc == 0) {
-            snprintf(err, errlen, "%s of campaign %s: %s", kind == 'b' ? "candidates" : "proposals", cid,
+            snprintf(err, errlen, "%s of campaign %s: %s", "proposals", cid,
                      PQresultErrorMessage(r));
             err[strcspn(err, "\n")] = 0;
             rc = -1;
@@ -874,27 +878,29 @@ static const char *const VERDICT_NAMES[] = { "ok", "compile_error", "load_error"
                                              "incorrect", "rejected_cheat", "unsupported", "infra_error" };
 static const char *const STATE_NAMES[] = { "queued", "leased", "done" };
 
-/* A sorted list of distinct strings, to number values by. */
+/* A sorted list of distinct strings, to number values by; it borrows them
+ * (they live in the range's rows or its results). */
 typedef struct {
-    char **s;
+    const char **s;
     int n, cap;
 } name_list;
 
 static int cmp_str(const void *a, const void *b)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
 static int names_add(name_list *l, const char *s)
 {
     if (l->n == l->cap) {
         int cap = l->cap ? 2 * l->cap : 64;
-        char **t = realloc(l->s, (size_t)cap * sizeof(*t));
+        const char **t = realloc(l->s, (size_t)cap * sizeof(*t));
         if (!t) return -1;
         l->s = t;
         l->cap = cap;
     }
-    return (l->s[l->n++] = strdup(s)) ? 0 : -1;
+    l->s[l->n++] = s;
+    return 0;
 }
 
 /* Sort and drop the repeats. */
@@ -902,23 +908,20 @@ static void names_seal(name_list *l)
 {
     qsort(l->s, (size_t)l->n, sizeof(*l->s), cmp_str);
     int w = 0;
-    for (int i = 0; i < l->n; i++) {
-        if (w && !strcmp(l->s[w - 1], l->s[i])) free(l->s[i]);
-        else l->s[w++] = l->s[i];
-    }
+    for (int i = 0; i < l->n; i++)
+        if (!w || strcmp(l->s[w - 1], l->s[i])) l->s[w++] = l->s[i];
     l->n = w;
 }
 
 /* The number of s in the sealed list (-1: absent). */
 static int names_find(const name_list *l, const char *s)
 {
-    char *const *hit = bsearch(&s, l->s, (size_t)l->n, sizeof(*l->s), cmp_str);
+    const char *const *hit = bsearch(&s, l->s, (size_t)l->n, sizeof(*l->s), cmp_str);
     return hit ? (int)(hit - l->s) : -1;
 }
 
 static void names_free(name_list *l)
 {
-    for (int i = 0; i < l->n; i++) free(l->s[i]);
     free(l->s);
 }
 
@@ -1357,7 +1360,7 @@ static int run_task(PGconn *conn, const export_pool *pl, const export_task *t, c
     snprintf(bucket, sizeof(bucket), "%d", KF_EXPORT_BUCKET);
     if (t->kind == 'p') {
         const char *p[3] = { cid, t->since, bucket };
-        return export_buckets(conn, PROPOSALS_SQL, p, 3, 'p', pl->dir, cid, err, errlen);
+        return export_proposals(conn, p, pl->dir, cid, err, errlen);
     }
     range_rows rr;
     if (range_rows_fetch(conn, pl->cand_sql, cid, lo, hi, &rr, err, errlen) < 0) return -1;
