@@ -54,6 +54,7 @@ SELECT json_build_object(
      'best', (SELECT json_agg(json_build_object('target', target, 'candidate_id', candidate_id, 'speedup', speedup)) FROM best WHERE campaign_id = c.id),
      'results', (SELECT count(*) FROM jobs WHERE purpose = 'eval' AND campaign_id = c.id),
      'ok', (SELECT count(*) FROM fin WHERE campaign_id = c.id AND verdict = 'ok' AND speedup IS NOT NULL),
+     'best_confirmed', (SELECT max(speedup) FROM fin WHERE campaign_id = c.id AND verdict = 'ok' AND confirmation = 'confirmed'),
      'proposals', (SELECT count(*) FROM proposals WHERE campaign_id = c.id),
      'best_candidate', top.candidate_id,
      'best_candidate_jobs', (SELECT count(*) FROM jobs j JOIN candidates k ON k.id = j.candidate_id
