@@ -69,6 +69,15 @@ typedef struct {
      * place (cuda: one kernel on the judge's stream; cpu: a loop). The bits
      * equal kf_inputs_gen_fill's on the host. 0 or -1. */
     int (*gen)(kf_judge_dev *d, kf_jarena *a, uint64_t off, const kf_gen_spec *g, int64_t n);
+    /* Optional (NULL: gen and fill32 once per set): the same for nsets
+     * input sets of a batch at off + k x stride, set k generated with seed
+     * seeds[k] (g otherwise) / all filled with pattern; nsets <=
+     * KF_RP_MAX_BATCH. cuda: one kernel for all sets (a launch per set cost
+     * ~3 ms of GPU time before a batch of 149). 0 or -1. */
+    int (*gen_sets)(kf_judge_dev *d, kf_jarena *a, uint64_t off, uint64_t stride, int nsets, const kf_gen_spec *g,
+                    const uint64_t *seeds, int64_t n);
+    int (*fill32_sets)(kf_judge_dev *d, kf_jarena *a, uint64_t off, uint64_t stride, int nsets, uint32_t pattern,
+                       uint64_t n);
     /* Whether n bytes at aoff of a equal n bytes at boff of b: 1 equal, 0
      * different (*first = index of the first differing byte), -1 error.
      * Waits for queued work. cuda compares on the device. */

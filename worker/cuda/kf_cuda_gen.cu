@@ -60,6 +60,65 @@ extern "C" int kf_cuda_gen_launch(uint64_t dptr, int64_t n, const kf_gen_spec *g
     return (int)cudaGetLastError();
 }
 
+/* Sets: blockIdx.y is the set, at base + set x stride, with its own seed
+ * (seeds[set], in device memory); otherwise kf_cuda_gen_kernel's loop, so
+ * set k holds the same bits as a kf_cuda_gen_launch of seed seeds[k]. */
+__global__ void kf_cuda_gen_sets_kernel(unsigned char *base, uint64_t stride, int64_t n, kf_gen_spec g,
+                                        const uint64_t *seeds)
+{
+    g.seed = seeds[blockIdx.y];
+    void *buf = base + (uint64_t)blockIdx.y * stride;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        kf_gen_store(buf, g.dtype, (uint64_t)i, kf_gen_value(&g, (uint64_t)i));
+}
+
+__global__ void kf_cuda_fill_sets_kernel(unsigned char *base, uint64_t stride, uint64_t words, uint32_t pat)
+{
+    uint32_t *p = (uint32_t *)(base + (uint64_t)blockIdx.y * stride);
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < words; i += (uint64_t)gridDim.x * blockDim.x)
+        p[i] = pat;
+}
+
+/* blocks per set: grid_for(n), at most 2^18 blocks in all */
+static unsigned sets_grid(uint64_t n, int nsets)
+{
+    unsigned x = grid_for(n);
+    unsigned cap = (unsigned)(262144 / (unsigned)nsets);
+    return x > cap ? (cap ? cap : 1) : x;
+}
+
+/* Queue the fill of nsets sets of n elements of g's dtype, set k at dptr +
+ * k x stride with seed seeds[k] (host array, copied to dev_seeds: device
+ * memory of nsets x 8 bytes), in one kernel on stream s: the same bits as
+ * nsets kf_cuda_gen_launch calls (issue 8: a batch of 149 sets cost ~450
+ * launches, ~3 ms of GPU time, before each timed batch). nsets <= 65535.
+ * 0 or a cudaError_t. */
+extern "C" int kf_cuda_gen_launch_sets(uint64_t dptr, uint64_t stride, int nsets, int64_t n, const kf_gen_spec *g,
+                                       const uint64_t *seeds, void *dev_seeds, cudaStream_t s)
+{
+    if (n <= 0 || nsets <= 0) return 0;
+    if (nsets > 65535) return (int)cudaErrorInvalidValue;
+    cudaError_t e = cudaMemcpyAsync(dev_seeds, seeds, (size_t)nsets * sizeof(uint64_t), cudaMemcpyHostToDevice, s);
+    if (e != cudaSuccess) return (int)e;
+    dim3 grid(sets_grid((uint64_t)n, nsets), (unsigned)nsets);
+    kf_cuda_gen_sets_kernel<<<grid, 256, 0, s>>>((unsigned char *)(uintptr_t)dptr, stride, n, *g,
+                                                 (const uint64_t *)dev_seeds);
+    return (int)cudaGetLastError();
+}
+
+/* Queue the fill of words 32-bit words with pat in nsets sets at dptr + k x
+ * stride (dptr and stride 4-byte aligned), one kernel on stream s. 0 or a
+ * cudaError_t. */
+extern "C" int kf_cuda_fill_sets(uint64_t dptr, uint64_t stride, int nsets, uint64_t words, uint32_t pat,
+                                 cudaStream_t s)
+{
+    if (!words || nsets <= 0) return 0;
+    if (nsets > 65535 || (dptr | stride) & 3) return (int)cudaErrorInvalidValue;
+    dim3 grid(sets_grid(words, nsets), (unsigned)nsets);
+    kf_cuda_fill_sets_kernel<<<grid, 256, 0, s>>>((unsigned char *)(uintptr_t)dptr, stride, words, pat);
+    return (int)cudaGetLastError();
+}
+
 /* Compare n bytes at a and b on stream s (scratch: 8 bytes of device memory)
  * and wait: 1 equal, 0 different (*first = first differing byte), -1 error. */
 extern "C" int kf_cuda_gen_same(uint64_t a, uint64_t b, uint64_t n, void *scratch, uint64_t *first, cudaStream_t s)

@@ -30,6 +30,7 @@
 #include "confine.h"
 #include "sandbox.h"
 #include "inputs.h"
+#include "rproto.h"
 #include <math.h>
 
 #include <dlfcn.h>
@@ -206,6 +207,7 @@ struct kf_judge_dev {
     int salt;
     void *fence;
     void *cmp;               /* 256 bytes: the comparison's summary */
+    void *seeds;             /* KF_RP_MAX_BATCH seeds: cuda_gen_sets' per-set seeds */
     size_t gran;
     char devid[32];
 };
@@ -249,7 +251,8 @@ static int cuda_open(kf_judge_dev **out, int gpu, uint64_t llc, char *err, size_
     d->flush_bytes = d->g.l2_bytes ? 2 * d->g.l2_bytes : (64u << 20);
     if (d->flush_bytes < (32u << 20)) d->flush_bytes = 32u << 20;
     if ((e = cudaMalloc(&d->flush, d->flush_bytes)) != cudaSuccess || (e = cudaMalloc(&d->fence, 256)) != cudaSuccess ||
-        (e = cudaMalloc(&d->cmp, 256)) != cudaSuccess) {
+        (e = cudaMalloc(&d->cmp, 256)) != cudaSuccess ||
+        (e = cudaMalloc(&d->seeds, KF_RP_MAX_BATCH * sizeof(uint64_t))) != cudaSuccess) {
         snprintf(err, cap, "flush buffer: %s", cudaGetErrorName(e));
         free(d);
         return -1;
@@ -393,6 +396,36 @@ static int cuda_gen(kf_judge_dev *d, kf_jarena *a, uint64_t off, const kf_gen_sp
     return kf_cuda_gen_launch(a->dptr + off, n, g, d->s) == 0 ? 0 : -1;
 }
 
+int kf_cuda_gen_launch_sets(uint64_t dptr, uint64_t stride, int nsets, int64_t n, const kf_gen_spec *g,
+                            const uint64_t *seeds, void *dev_seeds, cudaStream_t s);
+int kf_cuda_fill_sets(uint64_t dptr, uint64_t stride, int nsets, uint64_t words, uint32_t pat, cudaStream_t s);
+
+static int sets_in_range(const kf_jarena *a, uint64_t off, uint64_t stride, int nsets, uint64_t n)
+{
+    return nsets > 0 && nsets <= KF_RP_MAX_BATCH && in_range(a, off, n) &&
+           (nsets == 1 || (stride <= a->bytes / (uint64_t)(nsets - 1) && in_range(a, off + stride * (uint64_t)(nsets - 1), n)));
+}
+
+static int cuda_gen_sets(kf_judge_dev *d, kf_jarena *a, uint64_t off, uint64_t stride, int nsets, const kf_gen_spec *g,
+                         const uint64_t *seeds, int64_t n)
+{
+    uint64_t bytes = (uint64_t)n * kf_dtype_size(g->dtype);
+    if (n < 0 || !sets_in_range(a, off, stride, nsets, bytes)) return -1;
+    return kf_cuda_gen_launch_sets(a->dptr + off, stride, nsets, n, g, seeds, d->seeds, d->s) == 0 ? 0 : -1;
+}
+
+static int cuda_fill32_sets(kf_judge_dev *d, kf_jarena *a, uint64_t off, uint64_t stride, int nsets, uint32_t pat,
+                            uint64_t n)
+{
+    if ((n & 3) || !sets_in_range(a, off, stride, nsets, n)) return -1;
+    if ((a->dptr + off) % 4 || stride % 4) { /* never for a layout (aligned), but keep the contract */
+        for (int k = 0; k < nsets; k++)
+            if (cuda_fill32(d, a, off + (uint64_t)k * stride, pat, n)) return -1;
+        return 0;
+    }
+    return kf_cuda_fill_sets(a->dptr + off, stride, nsets, n / 4, pat, d->s) == 0 ? 0 : -1;
+}
+
 static int cuda_same(kf_judge_dev *d, const kf_jarena *a, uint64_t aoff, const kf_jarena *b, uint64_t boff, uint64_t n,
                      uint64_t *first)
 {
@@ -520,6 +553,8 @@ static const kf_judge_backend cuda_backend = {
     .copy = cuda_copy,
     .fill32 = cuda_fill32,
     .gen = cuda_gen,
+    .gen_sets = cuda_gen_sets,
+    .fill32_sets = cuda_fill32_sets,
     .same = cuda_same,
     .compare = cuda_compare,
     .batch_bytes = cuda_batch_bytes,
