@@ -157,6 +157,8 @@ typedef struct {
     kf_judge_dev *dev;
     int gpu;
     kf_jarena master;        /* bytes 0: none */
+    uint64_t master_asked;   /* the arena size it was made for (master.bytes is that rounded up to the
+                              * backend's allocation granularity) */
     runner warm[2];          /* reference, baseline (pid 0: none) */
     char key[65];            /* what they run: sha256 over both shared objects, the runner, the arena size */
     int broken;              /* the last evaluation ended with blame task or worker: serve no more */
@@ -210,6 +212,7 @@ typedef struct {
     double cand_used_s;      /* wall seconds spent inside the candidate's load and calls */
     int64_t cand_mark;       /* the candidate runner's CPU clock (ns) when it last answered or was last checked */
     double cand_mark_wall;   /* ... and the wall clock then (s) */
+    char idle_strike[192];   /* the one idle gap so far over the slack (idle_check), "" when none */
     kf_rng seqrng, chkrng;
     json_t *metrics, *validation;
     double overhead_us;
@@ -1136,19 +1139,34 @@ static double call(judge *j, runner *r, const layout *L, int count, int flags, c
 
 /* The candidate must not run while it is not being called: its runner's
  * CPU clock may not advance by more than CPU_SLACK_NS plus the backend's
- * share of the wall time (runtime housekeeping threads) between the moment it answered (or the
- * last check) and now. Called before every candidate call and around
- * everything the judge does between calls. */
+ * share of the wall time (runtime housekeeping threads) between the moment
+ * it answered (or the last check) and now. Called before every candidate
+ * call and around everything the judge does between calls.
+ *
+ * One gap over that slack, but under 3x it, is let pass and kept in the
+ * metrics (idle_cpu_excess): an honest CUDA runner's driver threads were
+ * seen using 2.5-2.8 ms in a 6-8 ms gap about once in 100 evaluations on
+ * the H200 (2026-12-04), and work done in one gap of an evaluation's
+ * hundreds speeds up one call, which no median sees. A second such gap, or
+ * one over 3x the slack, is work left running: rejected_cheat. */
 static void idle_check(judge *j, const char *where)
 {
     runner *c = &j->r[R_CAND];
     int64_t now = cpu_ns(c);
     double wall = kf_util_now_s();
     double allowed = (double)CPU_SLACK_NS + j->be->idle_cpu_slack * (wall - j->cand_mark_wall) * 1e9;
-    if (j->cand_mark >= 0 && now >= 0 && (double)(now - j->cand_mark) > allowed)
-        finish(j, KF_REJECTED_CHEAT, "candidate",
-               "the candidate used %.1f ms of CPU in %.1f ms while it was not being called %s: work left running "
-               "after kf_entry returned", (double)(now - j->cand_mark) / 1e6, (wall - j->cand_mark_wall) * 1e3, where);
+    if (j->cand_mark >= 0 && now >= 0 && (double)(now - j->cand_mark) > allowed) {
+        double used_ms = (double)(now - j->cand_mark) / 1e6, gap_ms = (wall - j->cand_mark_wall) * 1e3;
+        if (j->idle_strike[0] || (double)(now - j->cand_mark) > 3.0 * allowed)
+            finish(j, KF_REJECTED_CHEAT, "candidate",
+                   "the candidate used %.1f ms of CPU in %.1f ms while it was not being called %s: work left running "
+                   "after kf_entry returned%s%s", used_ms, gap_ms, where, j->idle_strike[0] ? "; before that " : "",
+                   j->idle_strike);
+        snprintf(j->idle_strike, sizeof(j->idle_strike), "%.1f ms of CPU in %.1f ms %.120s", used_ms, gap_ms, where);
+        json_object_set_new(j->metrics, "idle_cpu_excess",
+                            json_pack("{s:f,s:f,s:f,s:s}", "cpu_ms", used_ms, "wall_ms", gap_ms, "allowed_ms",
+                                      allowed / 1e6, "where", where));
+    }
     j->cand_mark = now;
     j->cand_mark_wall = wall;
 }
@@ -1637,6 +1655,19 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The median of x[0..n) (µs), x left as it is; NAN when it cannot allocate. */
+static double median_of(const double *x, int n)
+{
+    if (n < 1) return NAN;
+    double *v = malloc((size_t)n * sizeof(double));
+    if (!v) return NAN;
+    memcpy(v, x, (size_t)n * sizeof(double));
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    double med = n & 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    free(v);
+    return med;
+}
+
 /* Relative standard error of the median of x[0..n): the large-sample
  * standard error of a median, sqrt(pi/2) * sigma / sqrt(n), with sigma
  * estimated robustly as 1.4826 * MAD (median absolute deviation), divided by
@@ -1973,8 +2004,21 @@ static void timing(judge *j)
             sc[n] = tc / kbc;
             n++;
             if (last) break;
-            if (n >= floor_reps && n % 5 == 0 && rse_median(sb, n) <= target_rse && rse_median(sc, n) <= target_rse)
-                stop_next = 1;
+            if (n >= floor_reps && n % 5 == 0) {
+                double rb = rse_median(sb, n), rc = rse_median(sc, n);
+                if (rb <= target_rse && rc <= target_rse) {
+                    stop_next = 1;
+                } else if (rc <= target_rse) {
+                    /* a candidate slower than the baseline: its speedup s
+                     * is known once its standard error, s*sqrt(rb^2+rc^2),
+                     * is what the rule above allows at s = 1 (target_rse
+                     * x sqrt 2), so a noisy short baseline (a 22 us gemm)
+                     * does not hold a 6x slower candidate to the cap.
+                     * Looking slow only ends the loop on a slow verdict. */
+                    double s = median_of(sb, n) / median_of(sc, n);
+                    if (s < 1.0 && s * sqrt(rb * rb + rc * rc) <= target_rse * M_SQRT2) stop_next = 2;
+                }
+            }
         }
         /* Cut short before the minimum number of calls: too few to time.
          * The candidate's own calls ate the budget (>= 40%: its verdict,
@@ -2033,7 +2077,7 @@ static void timing(judge *j)
         json_object_set_new(so, "checked_calls", json_integer(checked));
         json_object_set_new(so, "check_probability", json_real(p_shape));
         json_object_set_new(so, "planned_calls", json_integer((json_int_t)reps * kbc));
-        json_object_set_new(so, "stopped_by", json_string(stop_next ? "precision" : n < reps ? "budget" : "cap"));
+        json_object_set_new(so, "stopped_by", json_string(stop_next == 2 ? "speedup_precision" : stop_next ? "precision" : n < reps ? "budget" : "cap"));
         json_object_set_new(so, "overhead_us", json_real(ovc));
         json_object_set_new(so, "baseline_overhead_us", json_real(ovb));
         json_t *bj = stats_json(&bs, ovb), *cj = stats_json(&cs, ovc);
@@ -2260,7 +2304,7 @@ __attribute__((noreturn)) static void judge_body(judge *j)
 
     /* the master copy of timed inputs: allocated before any runner starts
      * (a candidate that grabs the device's memory cannot starve it) */
-    if (k && k->master.bytes == j->arena_bytes) {
+    if (k && k->master.bytes && k->master_asked == j->arena_bytes) {
         j->master = k->master;
     } else {
         reap_last(j); /* what it held is free first */
@@ -2270,7 +2314,10 @@ __attribute__((noreturn)) static void judge_body(judge *j)
         }
         if (j->be->arena_new(j->dev, j->arena_bytes, 0, &j->master, err, sizeof(err)) != 0)
             finish(j, KF_INFRA_ERROR, "worker", "judge: %s", err);
-        if (k) k->master = j->master;
+        if (k) {
+            k->master = j->master;
+            k->master_asked = j->arena_bytes;
+        }
     }
 
     /* a serving judge reuses the task's runners of the last evaluation when
