@@ -27,7 +27,7 @@
  *     (secret, shape, rep), generated outside the clock (no part of an earlier
  *     answer is reusable, not even incrementally); outputs are poisoned, the
  *     cache is flushed; the judge's clock runs from the doorbell to the answer
- *     plus the backend fence. On cpu the baseline's and the candidate's
+ *     plus the backend fence (on cpu: to the runner's confirmed stop). On cpu the baseline's and the candidate's
  *     runners are stopped (SIGSTOP) whenever they are not being called, so
  *     nothing can be computed before the doorbell or after the answer.
  *     Baseline and candidate alternate, order swapped every repetition. The
@@ -101,6 +101,7 @@
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -795,24 +796,41 @@ enum { WT_OK = 0, WT_TIMEOUT = -1, WT_DIED = -2, WT_PROTO = -3 };
 
 /* Stop r until its next command (SIGSTOP cannot be caught): a runner that
  * is not being called cannot compute ahead, finish late or disturb the
- * baseline. Waits until the kernel reports it stopped (at most 2 s). */
-static void freeze_runner(runner *r)
+ * baseline. Waits until the kernel reports it stopped (at most 2 s).
+ * Returns the judge's clock when the stop was seen (now when r is not
+ * frozen by this call): until then the runner's threads could still run.
+ * The stop is not instant, and a candidate can delay it: a process-directed
+ * SIGSTOP is taken by the main thread, which the candidate can make
+ * SCHED_IDLE on a core its own threads keep busy, so that they finish the
+ * work after the answer and the group stops only then (red team
+ * g1_finish_while_stopping: 9x on a shape, all checked outputs right).
+ * call() and noop_rtt() therefore end their clock here, on both timed
+ * sides and the overhead probe alike; the first 2 ms are polled without
+ * sleeping so that the stop is seen within microseconds. */
+static double freeze_runner(runner *r)
 {
-    if (!r->freeze || r->frozen || r->dead) return;
+    if (!r->freeze || r->frozen || r->dead) return kf_util_now_s();
     kill(r->pid, SIGSTOP);
-    for (int i = 0; i < 20000; i++) {
+    double t_kill = kf_util_now_s();
+    for (;;) {
         siginfo_t si;
         memset(&si, 0, sizeof(si));
-        if (waitid(P_PID, (id_t)r->pid, &si, WSTOPPED | WEXITED | WNOHANG | WNOWAIT) != 0) return;
+        if (waitid(P_PID, (id_t)r->pid, &si, WSTOPPED | WEXITED | WNOHANG | WNOWAIT) != 0) return kf_util_now_s();
+        double now = kf_util_now_s();
         if (si.si_pid == r->pid) {
             if (si.si_code == CLD_STOPPED) {
                 waitid(P_PID, (id_t)r->pid, &si, WSTOPPED | WNOHANG); /* consume the report */
                 r->frozen = 1;
             }
-            return; /* stopped, or exited (the next wait sees it) */
+            return now; /* stopped, or exited (the next wait sees it) */
         }
-        struct timespec ts = {0, 100000};
-        nanosleep(&ts, NULL);
+        if (now - t_kill > 2.0) return now;
+        if (now - t_kill < 0.002) {
+            sched_yield(); /* the runner's thread that takes the signal may need this core */
+        } else {
+            struct timespec ts = {0, 100000};
+            nanosleep(&ts, NULL);
+        }
     }
 }
 
@@ -1095,7 +1113,10 @@ static double call(judge *j, runner *r, const layout *L, int count, int flags, c
     if (w != WT_OK) fail_wait(j, r, w, where);
     j->be->fence(j->dev);
     double t1 = kf_util_now_s();
-    freeze_runner(r); /* after the clock: it stopped itself, or is stopped now */
+    /* a frozen runner's call lasts until it is stopped: what its threads
+     * do between the answer and the stop is on the clock (freeze_runner) */
+    double ts = freeze_runner(r);
+    if (r->freeze && ts > t1) t1 = ts;
     if (r->role == R_CAND) { /* from its answer on, it must be idle */
         j->cand_mark = settled_cpu_ns(r);
         j->cand_mark_wall = kf_util_now_s();
@@ -1592,7 +1613,8 @@ static double noop_rtt(judge *j, runner *r)
     if (w != WT_OK) fail_wait(j, r, w, "(overhead probe)");
     j->be->fence(j->dev);
     double t1 = kf_util_now_s();
-    freeze_runner(r);
+    double ts = freeze_runner(r); /* as in call(): the same stop on both sides' clocks */
+    if (r->freeze && ts > t1) t1 = ts;
     return (t1 - t0) * 1e6;
 }
 
