@@ -2026,8 +2026,13 @@ static void timing(judge *j)
                      * is what the rule above allows at s = 1 (target_rse
                      * x sqrt 2), so a noisy short baseline (a 22 us gemm)
                      * does not hold a 6x slower candidate to the cap.
-                     * Looking slow only ends the loop on a slow verdict. */
-                    double s = mb / mc;
+                     * Looking slow only ends the loop on a slow verdict:
+                     * s from the medians as the verdict takes them, less
+                     * each side's share of the doorbell overhead (below),
+                     * since the two sides' batches may differ (red team
+                     * g3_slow_stop_raw_ratio). */
+                    double cb = mb - fmin(j->overhead_us / kbb, 0.5 * mb), cc = mc - fmin(j->overhead_us / kbc, 0.5 * mc);
+                    double s = cc > 0 ? cb / cc : 0;
                     if (s < 1.0 && s * sqrt(rb * rb + rc * rc) <= target_rse * M_SQRT2) stop_next = 2;
                 }
             }
