@@ -193,17 +193,27 @@ json_t *kf_bests_top(kf_db *db, int64_t campaign_id, int max_ties, char *err, si
              * instead of 3.3 s grouping every candidate's results): a job
              * per target and candidate (jobs_one_eval), so a candidate is
              * ok on every target when it has that many of them. ln() only
-             * of positive values (an interval's end may be missing) */
-            "SELECT g.id, g.sp, g.lo, g.hi, g.cv, k.defines::text, g.conf FROM (SELECT j.candidate_id id,"
+             * of positive values (an interval's end may be missing).
+             * evaluations_ok_cover (schema 007) holds every column read
+             * here: an index-only scan, 2.97 -> 0.59 s at 1,000,000 */
+            "WITH g AS MATERIALIZED (SELECT j.candidate_id id,"
             "  exp(avg(ln(e.speedup))) sp, exp(avg(ln(" POS("COALESCE(e.speedup_lo, e.speedup)") "))) lo,"
             "  exp(avg(ln(" POS("COALESCE(e.speedup_hi, e.speedup)") "))) hi, max(e.cv) cv,"
             "  bool_and(e.confirmation = 'confirmed') conf "
             " FROM evaluations e JOIN jobs j ON j.id = e.job_id AND j.purpose = 'eval' AND j.campaign_id = $1::bigint"
             " WHERE e.is_final AND e.verdict = 'ok' AND e.speedup > 0 AND e.confirmation <> 'disputed'"
             " GROUP BY j.candidate_id"
-            " HAVING count(*) = (SELECT cardinality(targets) FROM campaigns WHERE id = $1::bigint)) g"
-            " JOIN candidates k ON k.id = g.id "
-            "ORDER BY 7 DESC, 2 DESC, 1", 1, p, err, errlen);
+            " HAVING count(*) = (SELECT cardinality(targets) FROM campaigns WHERE id = $1::bigint)),"
+            /* the winner, then only the rows whose interval overlaps its
+             * own (the ties, as kf_noise_tie below reads them: a missing end
+             * is 0): the
+             * campaign's other candidates are not sent, nor their defines */
+            " top AS (SELECT * FROM g ORDER BY conf DESC, sp DESC, id LIMIT 1) "
+            "SELECT g.id, g.sp, g.lo, g.hi, g.cv, CASE WHEN g.id = top.id THEN"
+            "  (SELECT k.defines::text FROM candidates k WHERE k.id = g.id) END, g.conf"
+            " FROM g, top WHERE g.id = top.id OR (COALESCE(g.lo, 0) <= COALESCE(top.hi, 0)"
+            "  AND COALESCE(top.lo, 0) <= COALESCE(g.hi, 0)) "
+            "ORDER BY g.id <> top.id, g.conf DESC, g.sp DESC, g.id", 1, p, err, errlen);
         if (!r) {
             json_decref(out);
             return NULL;
