@@ -27,8 +27,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 
@@ -376,9 +378,48 @@ int kf_compile_cache_put(const char *entry, const char *from)
 {
     char tmp[PATH_MAX + 128];
     snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", entry, (long)getpid());
-    if (kf_compile_copy_file(from, tmp) == 0 && rename(tmp, entry) == 0) return 0;
+    if (kf_compile_copy_file(from, tmp) != 0) {
+        unlink(tmp);
+        return -1;
+    }
+    int rc = link(tmp, entry);
+    int e = errno;
+    unlink(tmp);
+    if (rc == 0) return 0;
+    if (e != EEXIST) return -1;
+    /* the first build stays the entry; this build takes its bytes */
+    snprintf(tmp, sizeof(tmp), "%s.take.%ld", from, (long)getpid());
+    if (kf_compile_copy_file(entry, tmp) == 0 && rename(tmp, from) == 0) return 0;
     unlink(tmp);
     return -1;
+}
+
+int kf_compile_key_lock(const char *entry, double timeout_s, int (*tick)(void *), void *tick_arg)
+{
+    char path[PATH_MAX + 128];
+    if (snprintf(path, sizeof(path), "%s.lock", entry) >= (int)sizeof(path)) return -1;
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) return -1;
+    double t0 = kf_util_now_s(), next_tick = t0 + 1.0;
+    for (;;) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
+        if (errno != EWOULDBLOCK && errno != EINTR) break;
+        double now = kf_util_now_s();
+        if (now - t0 > timeout_s) break;
+        if (tick && now >= next_tick) {
+            next_tick = now + 1.0;
+            if (tick(tick_arg)) break;
+        }
+        struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    close(fd);
+    return -1;
+}
+
+void kf_compile_key_unlock(int fd)
+{
+    if (fd >= 0) close(fd); /* closing the only descriptor releases the flock */
 }
 
 int kf_compile_copy_file(const char *from, const char *to)

@@ -176,10 +176,31 @@ int kf_compile_canary(const kf_compile_job *job, const char *scratch_dir, const 
  * 0, or -1 with errno (ENOENT, ENOSPC, EDQUOT, EFBIG, ...). */
 int kf_compile_copy_file(const char *from, const char *to);
 
-/* Store the file from as cache entry entry: copy to "<entry>.tmp.<pid>" and
- * rename, so the entry is never half written (entry's directory must exist).
- * 0, or -1 (the temporary is removed; the entry is left as it was). */
+/* Store the build `from` as cache entry `entry`, first writer wins: copy to
+ * "<entry>.tmp.<pid>" and link() it to the entry, so the entry is never half
+ * written and never replaced (entry's directory must exist). When an entry
+ * already exists (a concurrent build of the same key finished first), `from`
+ * is replaced by the entry's bytes: nvcc's output differs byte for byte
+ * between two builds of one source (module ids), and everyone who built or
+ * looked up one key must hold the same shared object -- a serving judge keeps
+ * the task's runners only while the reference's and baseline's bytes hash the
+ * same (judge.c task_key). 0, or -1 (the temporary is removed; the entry and
+ * `from` are left as they were). */
 int kf_compile_cache_put(const char *entry, const char *from);
+
+/* Serialize builds of one cache key across threads and processes: an
+ * exclusive flock on "<entry>.lock", polled every 20 ms up to timeout_s
+ * (tick, when set, is called about once a second; non-zero gives up). A
+ * worker compiling ahead builds several candidates of a new task at once,
+ * and each needs the task's reference and baseline: without the lock every
+ * one ran nvcc on them (14 builds of one file on 16 cores, and the first
+ * candidate waited for all of them). Returns the descriptor to pass to
+ * kf_compile_key_unlock, or -1 (no lock: the caller builds anyway). */
+int kf_compile_key_lock(const char *entry, double timeout_s, int (*tick)(void *), void *tick_arg);
+
+/* Release a lock from kf_compile_key_lock (-1: nothing). The lock file
+ * stays (removing it would race a waiter that opened it). */
+void kf_compile_key_unlock(int fd);
 
 /* Into out (cap bytes, truncated): the first line of log that contains
  * "error" (or "fatal", when fatal_too), else the log's first line; "" for a

@@ -149,6 +149,56 @@ static void compile_text(const char *name, const char *text, double timeout_s, k
     kf_compile_run(&q, r);
 }
 
+/* The compile cache keeps the first build of a key, and a later build of the
+ * same key takes its bytes (nvcc's output differs between two builds of one
+ * source; a serving judge keeps its task runners only while the shared
+ * objects hash the same). */
+static void cache_put_tests(kf_test_state *st)
+{
+    char d[] = "/tmp/kf-test-cache-XXXXXX";
+    if (!mkdtemp(d)) {
+        CHECK(st, 0, "mkdtemp");
+        return;
+    }
+    char entry[128], a[128], b[128];
+    snprintf(entry, sizeof(entry), "%s/key.so", d);
+    snprintf(a, sizeof(a), "%s/a.so", d);
+    snprintf(b, sizeof(b), "%s/b.so", d);
+    kf_util_write_file(a, "first build", 11);
+    kf_util_write_file(b, "second build!", 13);
+    CHECK(st, kf_compile_cache_put(entry, a) == 0, "first put");
+    CHECK(st, kf_compile_cache_put(entry, b) == 0, "second put of the same key");
+    size_t n = 0;
+    char *e = kf_util_read_file(entry, &n, 1024), *x = kf_util_read_file(b, &n, 1024);
+    CHECK(st, e && !strcmp(e, "first build"), "the entry is the first build: %s", e ? e : "(none)");
+    CHECK(st, x && !strcmp(x, "first build"), "the second builder holds the entry's bytes: %s", x ? x : "(none)");
+    free(e);
+    free(x);
+    /* one build of a key at a time: a second locker waits, then gives up */
+    int l1 = kf_compile_key_lock(entry, 1.0, NULL, NULL);
+    CHECK(st, l1 >= 0, "the key's lock is taken");
+    double t0 = kf_util_now_s();
+    int l2 = kf_compile_key_lock(entry, 0.2, NULL, NULL);
+    double waited = kf_util_now_s() - t0;
+    CHECK(st, l2 < 0 && waited >= 0.19, "a second locker of the held key waits and gives up (%d after %.2f s)", l2,
+          waited);
+    kf_compile_key_unlock(l2);
+    kf_compile_key_unlock(l1);
+    int l3 = kf_compile_key_lock(entry, 0.2, NULL, NULL);
+    CHECK(st, l3 >= 0, "the key's lock is free again once released");
+    kf_compile_key_unlock(l3);
+    unlink(entry);
+    char lockp[160];
+    snprintf(lockp, sizeof(lockp), "%s.lock", entry);
+    unlink(lockp);
+    kf_util_write_file(entry, "first build", 11);
+    /* no temporaries left beside the entry */
+    char cmd[256];
+    snprintf(cmd, sizeof(cmd), "test $(ls %s | wc -l) -eq 3", d);
+    CHECK(st, system(cmd) == 0, "only the entry and the two builds remain in %s", d);
+    kf_util_rmtree(d);
+}
+
 static void compile_tests(kf_test_state *st)
 {
     /* a key file the candidate knows the path of (I6) */
@@ -364,6 +414,7 @@ int main(void)
     }
 
     serve_tests(&st);
+    cache_put_tests(&st);
 
     run(fn_segv, NULL, 10, &res);
     CHECK(&st, res.how == KF_SANDBOX_SIGNALED && res.signal == SIGSEGV, "how %d signal %d", res.how, res.signal);

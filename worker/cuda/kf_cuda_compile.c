@@ -271,23 +271,32 @@ int kf_cuda_build(const kf_cuda_build_req *req, kf_cuda_build_res *res)
     free(abitext);
 
     char cdir[PATH_MAX], cso[PATH_MAX + 80], clog[PATH_MAX + 80];
+    int keylock = -1; /* kf_compile_key_lock on this key's entry while building */
     int use_cache = req->cache_dir && *req->cache_dir;
     if (use_cache) {
         snprintf(cdir, sizeof(cdir), "%s/cuda", req->cache_dir);
         snprintf(cso, sizeof(cso), "%s/%s.so", cdir, res->key);
         snprintf(clog, sizeof(clog), "%s/%s.log", cdir, res->key);
-        struct stat st;
-        if (stat(cso, &st) == 0 && st.st_size > 0 && kf_compile_copy_file(cso, req->out_path) == 0) {
-            char *l = kf_util_read_file(clog, NULL, LOG_CAP);
-            if (l) {
-                free(res->log);
-                res->log = l;
+        /* a hit; else wait while another build of this key runs (its
+         * entry is then a hit), else build holding the key's lock */
+        for (int pass = 0; pass < 2; pass++) {
+            struct stat st;
+            if (stat(cso, &st) == 0 && st.st_size > 0 && kf_compile_copy_file(cso, req->out_path) == 0) {
+                char *l = kf_util_read_file(clog, NULL, LOG_CAP);
+                if (l) {
+                    free(res->log);
+                    res->log = l;
+                }
+                res->cached = 1;
+                res->status = KF_CUDA_BUILD_OK;
+                res->n_fn = kf_cuda_parse_ptxas(res->log, res->fn, KF_CUDA_MAX_PTXAS);
+                snprintf(res->detail, sizeof(res->detail), "cache hit %s", res->key);
+                kf_compile_key_unlock(keylock);
+                return 0;
             }
-            res->cached = 1;
-            res->status = KF_CUDA_BUILD_OK;
-            res->n_fn = kf_cuda_parse_ptxas(res->log, res->fn, KF_CUDA_MAX_PTXAS);
-            snprintf(res->detail, sizeof(res->detail), "cache hit %s", res->key);
-            return 0;
+            if (pass == 0 && kf_util_mkdirs(cdir) == 0)
+                keylock = kf_compile_key_lock(cso, req->timeout_s > 0 ? req->timeout_s : 300, req->tick,
+                                              req->tick_arg);
         }
     }
 
@@ -298,6 +307,7 @@ int kf_cuda_build(const kf_cuda_build_req *req, kf_cuda_build_res *res)
     if (kf_compile_stage(req->scratch_dir, src_abs, ".cu", bdir, sizeof(bdir), sname, sizeof(sname)) != 0) {
         int e = errno;
         DETAIL(KF_CUDA_BUILD_INFRA, "cannot stage the source for nvcc in %.300s: %s", req->scratch_dir, strerror(e));
+        kf_compile_key_unlock(keylock);
         return 0;
     }
     char nvreal[PATH_MAX], nvbin[PATH_MAX] = "", nvroot[PATH_MAX] = "";
@@ -324,6 +334,7 @@ int kf_cuda_build(const kf_cuda_build_req *req, kf_cuda_build_res *res)
         DETAIL(KF_CUDA_BUILD_INFRA, "could not start nvcc: %s", sb.err);
         kf_sandbox_res_free(&sb);
         kf_util_rmtree(bdir);
+        kf_compile_key_unlock(keylock);
         return 0;
     }
     free(res->log);
@@ -389,5 +400,6 @@ int kf_cuda_build(const kf_cuda_build_req *req, kf_cuda_build_res *res)
     if (res->status != KF_CUDA_BUILD_OK) unlink(req->out_path);
     res->n_fn = kf_cuda_parse_ptxas(res->log, res->fn, KF_CUDA_MAX_PTXAS);
     kf_sandbox_res_free(&sb);
+    kf_compile_key_unlock(keylock); /* after the entry was stored: a waiter finds it */
     return 0;
 }
