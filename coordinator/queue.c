@@ -19,6 +19,7 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
+#include "kf_util.h"
 #include "kf_verdict.h"
 #include "kf_wire.h"
 #include "log.h"
@@ -32,6 +33,23 @@ void kf_queue_config_default(kf_queue_config *cfg)
 }
 
 static void i64s(char buf[24], int64_t v) { snprintf(buf, 24, "%lld", (long long)v); }
+
+/* A queued job j this worker ($1; $3: the lease in ms) may take. infra_error
+ * is the worker's fault: retry elsewhere while another live, unquarantined
+ * worker that has not failed this job serves the target (else here again,
+ * until the attempts run out); a verification job avoids the worker it
+ * verifies the same way. */
+#define KF_QUEUE_TAKEABLE \
+    "j.target = ANY($2::text[]) AND (j.not_before IS NULL OR j.not_before <= now())" \
+    " AND NOT ((COALESCE(j.avoid_worker = $1, false) OR EXISTS (SELECT 1 FROM evaluations e" \
+    "             WHERE e.job_id = j.id AND e.worker_id = $1 AND e.verdict = 'infra_error'" \
+    "               AND e.reported))" \
+    "      AND EXISTS (SELECT 1 FROM workers w WHERE w.id <> $1 AND NOT w.quarantined" \
+    "                    AND j.target = ANY(w.classes)" \
+    "                    AND w.last_seen > now() - $3::bigint * interval '1 millisecond'" \
+    "                    AND NOT EXISTS (SELECT 1 FROM evaluations e2 WHERE e2.job_id = j.id" \
+    "                      AND e2.worker_id = w.id AND e2.verdict = 'infra_error'" \
+    "                      AND e2.reported)))"
 
 kf_queue_status kf_queue_lease(kf_db *db, const kf_queue_config *cfg, const char *worker_id,
                                const char *const *classes, int n, kf_lease *out,
@@ -48,9 +66,73 @@ static int lease_cmp(const void *a, const void *b)
     return (x->job_id > y->job_id) - (x->job_id < y->job_id);
 }
 
+void kf_queue_floors_init(kf_queue_floors *fl)
+{
+    memset(fl, 0, sizeof(*fl));
+    fl->refresh_s = 2.0;
+}
+
 kf_queue_status kf_queue_lease_many(kf_db *db, const kf_queue_config *cfg, const char *worker_id,
                                     const char *const *classes, int n, int max, kf_lease *out,
                                     int *got, char *err, size_t errlen)
+{
+    return kf_queue_lease_floors(db, cfg, NULL, worker_id, classes, n, max, out, got, err, errlen);
+}
+
+/* The floors to use now, as two PostgreSQL array literals ({campaign ids},
+ * {floors}); a floor older than refresh_s is not used (read from 0) and
+ * restarts its clock. Returns how many floors are in use. */
+static int floors_arrays(kf_queue_floors *fl, char *ids, char *vals, size_t cap)
+{
+    size_t il = 0, vl = 0;
+    int used = 0;
+    ids[il++] = '{';
+    vals[vl++] = '{';
+    double now = kf_util_now_s();
+    for (int i = 0; fl && i < KF_QUEUE_FLOORS; i++) {
+        if (!fl->f[i].campaign_id || fl->f[i].floor <= 0) continue;
+        if (now - fl->f[i].set_at > fl->refresh_s) { /* a full read this time */
+            fl->f[i].floor = 0;
+            fl->f[i].set_at = now;
+            continue;
+        }
+        if (il + 48 > cap || vl + 48 > cap) break;
+        il += (size_t)snprintf(ids + il, cap - il, "%s%lld", used ? "," : "", (long long)fl->f[i].campaign_id);
+        vl += (size_t)snprintf(vals + vl, cap - vl, "%s%lld", used ? "," : "", (long long)fl->f[i].floor);
+        used++;
+    }
+    ids[il++] = '}';
+    ids[il] = 0;
+    vals[vl++] = '}';
+    vals[vl] = 0;
+    return used;
+}
+
+/* Raise campaign c's floor to id (a slot is taken for a new campaign; the
+ * oldest is given up when all are taken). */
+static void floor_raise(kf_queue_floors *fl, int64_t c, int64_t id)
+{
+    int slot = -1, oldest = 0;
+    for (int i = 0; i < KF_QUEUE_FLOORS; i++) {
+        if (fl->f[i].campaign_id == c) {
+            slot = i;
+            break;
+        }
+        if (slot < 0 && !fl->f[i].campaign_id) slot = i;
+        if (fl->f[i].set_at < fl->f[oldest].set_at) oldest = i;
+    }
+    if (slot < 0) slot = oldest;
+    if (fl->f[slot].campaign_id != c) {
+        fl->f[slot].campaign_id = c;
+        fl->f[slot].floor = 0;
+        fl->f[slot].set_at = kf_util_now_s();
+    }
+    if (id > fl->f[slot].floor) fl->f[slot].floor = id;
+}
+
+kf_queue_status kf_queue_lease_floors(kf_db *db, const kf_queue_config *cfg, kf_queue_floors *fl,
+                                      const char *worker_id, const char *const *classes, int n, int max,
+                                      kf_lease *out, int *got, char *err, size_t errlen)
 {
     *got = 0;
     if (max < 1) max = 1;
@@ -122,10 +204,11 @@ kf_queue_status kf_queue_lease_many(kf_db *db, const kf_queue_config *cfg, const
     }
     toks[tl++] = '}';
     toks[tl] = 0;
-    const char *p[5] = { worker_id, use, lease, toks, NULL };
+    const char *p[7] = { worker_id, use, lease, toks, NULL, NULL, NULL };
     /* Fair share: running campaigns are tried in order of their leased jobs
      * per unit of share (fewest first), and within a campaign verification
-     * jobs first, then the oldest job (index jobs_queued_campaign); the
+     * jobs first, then the oldest job (jobs_queued_verify, jobs_queued_next,
+     * from the caller's floor: kf_queue_floors); the
      * LATERAL probe stops at the first campaign with a job this worker may
      * take, so a huge queue is never sorted. The leased jobs are counted
      * only when more than one campaign runs (counting costs a scan of every
@@ -141,31 +224,30 @@ kf_queue_status kf_queue_lease_many(kf_db *db, const kf_queue_config *cfg, const
     char mx[24];
     i64s(mx, max);
     p[4] = mx;
+    /* The queue is read per campaign in two parts: its verification jobs
+     * (few; partial index jobs_queued_verify), then the others from the
+     * caller's floor for that campaign on (jobs_queued_next: campaign, id),
+     * so a lease no longer steps over every job leased since the last
+     * VACUUM (kf_queue_floors). Each part is a sub-SELECT of its own with
+     * FOR UPDATE SKIP LOCKED (a locking clause may not sit on a UNION). */
     char *sql = NULL;
     if (asprintf(&sql,
         "WITH pick AS (SELECT x.id, row_number() OVER () AS rn FROM"
-        "  (SELECT c.id AS cid FROM campaigns c WHERE c.state = 'running'"
+        "  (SELECT c.id AS cid, COALESCE(f.floor, 0) AS floor FROM campaigns c"
+        "   LEFT JOIN unnest($6::bigint[], $7::bigint[]) AS f(cid, floor) ON f.cid = c.id"
+        "   WHERE c.state = 'running'"
         "   ORDER BY CASE WHEN (SELECT count(*) FROM campaigns r WHERE r.state = 'running') > 1"
         "            THEN (SELECT count(*) FROM jobs l WHERE l.campaign_id = c.id"
         "                  AND l.state = 'leased') / c.share END, c.id) k"
         "  CROSS JOIN LATERAL"
-        "  (SELECT j.id FROM jobs j WHERE j.campaign_id = k.cid AND j.state = 'queued'"
-        "     AND j.target = ANY($2::text[])"
-        "     AND (j.not_before IS NULL OR j.not_before <= now())"
-        /* infra_error is the worker's fault: retry elsewhere while another
-         * live, unquarantined worker that has not failed this job serves the
-         * target (else here again, until the attempts run out); a
-         * verification job avoids the worker it verifies the same way. */
-        "     AND NOT ((COALESCE(j.avoid_worker = $1, false) OR EXISTS (SELECT 1 FROM evaluations e"
-        "                 WHERE e.job_id = j.id AND e.worker_id = $1 AND e.verdict = 'infra_error'"
-        "                   AND e.reported))"
-        "          AND EXISTS (SELECT 1 FROM workers w WHERE w.id <> $1 AND NOT w.quarantined"
-        "                        AND j.target = ANY(w.classes)"
-        "                        AND w.last_seen > now() - $3::bigint * interval '1 millisecond'"
-        "                        AND NOT EXISTS (SELECT 1 FROM evaluations e2 WHERE e2.job_id = j.id"
-        "                          AND e2.worker_id = w.id AND e2.verdict = 'infra_error'"
-        "                          AND e2.reported)))"
-        "   ORDER BY (j.purpose <> 'verify'), j.id LIMIT %d FOR UPDATE OF j SKIP LOCKED) x"
+        "  (SELECT v.id FROM (SELECT j.id FROM jobs j WHERE j.campaign_id = k.cid AND j.state = 'queued'"
+        "     AND j.purpose = 'verify' AND " KF_QUEUE_TAKEABLE
+        "     ORDER BY j.id LIMIT %d FOR UPDATE OF j SKIP LOCKED) v"
+        "   UNION ALL"
+        "   SELECT e.id FROM (SELECT j.id FROM jobs j WHERE j.campaign_id = k.cid AND j.state = 'queued'"
+        "     AND j.purpose <> 'verify' AND j.id >= k.floor AND " KF_QUEUE_TAKEABLE
+        "     ORDER BY j.id LIMIT %d FOR UPDATE OF j SKIP LOCKED) e"
+        "   LIMIT %d) x"
         "  LIMIT %d) "
         "UPDATE jobs SET state = 'leased', fencing_token = nextval('fencing_seq'),"
         "  lease_token = decode(($4::text[])[pick.rn], 'hex'), acked = false,"
@@ -173,12 +255,28 @@ kf_queue_status kf_queue_lease_many(kf_db *db, const kf_queue_config *cfg, const
         "  lease_deadline = now() + $3::bigint * interval '1 millisecond' "
         "FROM pick WHERE jobs.id = pick.id AND pick.rn <= $5::int "
         "RETURNING jobs.id, fencing_token, candidate_id, campaign_id, COALESCE(seed, jobs.id),"
-        "  attempts, target, purpose = 'verify', lease_token", bucket, bucket) < 0) {
+        "  attempts, target, purpose = 'verify', lease_token", bucket, bucket, bucket, bucket) < 0) {
         free(use);
         snprintf(err, errlen, "out of memory");
         return KF_Q_ERROR;
     }
-    PGresult *r = kf_db_exec(db, sql, 5, p, err, errlen);
+    char fids[KF_QUEUE_FLOORS * 24 + 4], fvals[KF_QUEUE_FLOORS * 24 + 4];
+    int nfl = floors_arrays(fl, fids, fvals, sizeof(fids));
+    p[5] = fids;
+    p[6] = fvals;
+    PGresult *r = kf_db_exec(db, sql, 7, p, err, errlen);
+    if (r && PQntuples(r) == 0 && nfl > 0) {
+        /* nothing above the floors: read from the heads before saying NO_JOB */
+        PQclear(r);
+        for (int i = 0; i < KF_QUEUE_FLOORS; i++) fl->f[i].floor = 0;
+        floors_arrays(fl, fids, fvals, sizeof(fids));
+        r = kf_db_exec(db, sql, 7, p, err, errlen);
+    }
+    if (fl) {
+        if (nfl > 0) fl->floor_reads++;
+        else fl->full_reads++;
+    }
+
     free(sql);
     OPENSSL_cleanse(toks, sizeof(toks));
     free(use);
@@ -206,6 +304,7 @@ kf_queue_status kf_queue_lease_many(kf_db *db, const kf_queue_config *cfg, const
             return KF_Q_ERROR; /* the leases expire unacknowledged: no attempt counted */
         }
         *got = i + 1;
+        if (fl && !o->verify) floor_raise(fl, o->campaign_id, o->job_id);
     }
     PQclear(r);
     /* verification jobs first, then the oldest (RETURNING has no order) */

@@ -101,6 +101,7 @@ struct kf_server {
     srv_shared *sh;
     void *control;           /* raw: the routing header of the request being answered (NN_MSG chunk) */
     int slot;                /* this context's in-flight slot */
+    kf_queue_floors floors;  /* where this context's leases read each campaign's queue */
     uint64_t cancel_buf[4 * KF_QUEUE_MAX_LEASES]; /* a heartbeat reply's cancel_jobs */
     Kfarm__Status more_status[KF_SERVER_MORE_RESULTS]; /* a result reply's more_status */
     /* top level only */
@@ -148,6 +149,7 @@ kf_server *kf_server_new(const kf_server_config *cfg, kf_db *db, char *err, size
     s->sh = sh;
     s->cfg = cfg;
     s->db = db;
+    kf_queue_floors_init(&s->floors);
     s->raw = nthreads > 0;
     s->sock = nn_socket(s->raw ? AF_SP_RAW : AF_SP, NN_REP);
     if (s->sock < 0) {
@@ -182,6 +184,7 @@ kf_server *kf_server_new(const kf_server_config *cfg, kf_db *db, char *err, size
             c->cfg = cfg;
             c->sh = sh;
             c->slot = i;
+            kf_queue_floors_init(&c->floors);
             c->pool = s; /* back pointer: the owner (stop flag, counter) */
             c->db = kf_db_open_with(cfg->conninfo, cfg->pg_options, err, errlen);
             if (!c->db) {
@@ -588,9 +591,9 @@ static void on_get_job(kf_server *s, const Kfarm__GetJob *m, Kfarm__Reply *rep, 
     int want = m->has_max_jobs && m->max_jobs > 1
         ? (m->max_jobs > KF_QUEUE_MAX_LEASES ? KF_QUEUE_MAX_LEASES : (int)m->max_jobs) : 1;
     int got = 0;
-    kf_queue_status st = kf_queue_lease_many(s->db, &s->cfg->queue, m->worker_id,
-                                             (const char *const *)m->classes, (int)m->n_classes,
-                                             want, ls->l, &got, err, sizeof(err));
+    kf_queue_status st = kf_queue_lease_floors(s->db, &s->cfg->queue, &s->floors, m->worker_id,
+                                               (const char *const *)m->classes, (int)m->n_classes,
+                                               want, ls->l, &got, err, sizeof(err));
     if (st == KF_Q_NO_JOB) {
         rep->status = KFARM__STATUS__NO_JOB;
         set_detail(rep, dbuf, dcap, err);

@@ -34,6 +34,10 @@
  * repeated speedups, a disputed fastest result and confirmed slower ones;
  * kf_bests_top(3) the first three of those ties and a mark that there are
  * more.
+ * Part 4, leases that read the queue from a floor (kf_queue_floors): the
+ * floor is the largest id leased; a job queued again below it is passed
+ * over until the floor is refreshed, and leased before NO_JOB is answered
+ * when nothing is left above the floor.
  * Prints "N passed, M failed"; exit status 1 on any failure.
  */
 #define _GNU_SOURCE
@@ -761,11 +765,71 @@ static void part_history(const char *conninfo)
     kf_db_close(db);
 }
 
+/* ---- part 4: leases read the queue from a floor (kf_queue_floors) ---- */
+
+static void part_floors(const char *conninfo)
+{
+    char err[1024];
+    kf_db *db = kf_db_open(conninfo, err, sizeof(err));
+    CHECK(db != NULL, "%s", err);
+    if (!db) return;
+    CHECK(kf_db_migrate(db, NULL, err, sizeof(err)) == 0, "%s", err);
+    if (make_queue(db, "floors", 20) < 0) {
+        CHECK(0, "queue setup");
+        kf_db_close(db);
+        return;
+    }
+    kf_queue_config qc;
+    kf_queue_config_default(&qc);
+    const char *cls[1] = { "cpu" };
+    char dev[] = "[]";
+    kf_queue_register_worker(db, "fa", "h", "cpu", dev, cls, 1, NULL, NULL, 1, err, sizeof(err));
+    kf_queue_floors fl;
+    kf_queue_floors_init(&fl);
+    fl.refresh_s = 3600; /* no time-based full read unless the test asks */
+    kf_lease l[KF_QUEUE_MAX_LEASES];
+    int n = 0;
+    CHECK(kf_queue_lease_floors(db, &qc, &fl, "fa", cls, 1, 5, l, &n, err, sizeof(err)) == KF_Q_OK && n == 5,
+          "floors: 5 leased (%s)", err);
+    long long first = n > 0 ? l[0].job_id : 0, fifth = n > 4 ? l[4].job_id : 0;
+    CHECK(fl.f[0].campaign_id == l[0].campaign_id && fl.f[0].floor == fifth,
+          "the floor is the largest id leased (%lld, want %lld)", (long long)fl.f[0].floor, fifth);
+    /* the first job's lease expires and it is queued again: below the floor */
+    char q[256];
+    snprintf(q, sizeof(q), "UPDATE jobs SET state = 'queued', lease_deadline = NULL WHERE id = %lld", first);
+    exec_ok(db, q);
+    CHECK(kf_queue_lease_floors(db, &qc, &fl, "fa", cls, 1, 1, l, &n, err, sizeof(err)) == KF_Q_OK && n == 1 &&
+              l[0].job_id > fifth,
+          "a lease reads from the floor: job %lld after %lld", n ? (long long)l[0].job_id : 0LL, fifth);
+    /* the floor refreshed (older than refresh_s): read from the head */
+    fl.refresh_s = 0;
+    fl.f[0].set_at -= 1.0;
+    CHECK(kf_queue_lease_floors(db, &qc, &fl, "fa", cls, 1, 1, l, &n, err, sizeof(err)) == KF_Q_OK && n == 1 &&
+              l[0].job_id == first,
+          "a refreshed floor reads from the head: job %lld, want the requeued %lld", n ? (long long)l[0].job_id : 0LL,
+          first);
+    fl.refresh_s = 3600;
+    /* take the rest, then queue the first again: nothing above the floor,
+     * so the lease reads from the head before answering NO_JOB */
+    int total = 0;
+    while (kf_queue_lease_floors(db, &qc, &fl, "fa", cls, 1, 8, l, &n, err, sizeof(err)) == KF_Q_OK) total += n;
+    CHECK(total == 14, "the other 14 jobs leased (%d)", total);
+    exec_ok(db, q);
+    CHECK(kf_queue_lease_floors(db, &qc, &fl, "fa", cls, 1, 1, l, &n, err, sizeof(err)) == KF_Q_OK && n == 1 &&
+              l[0].job_id == first,
+          "nothing above the floor: the requeued job %lld below it is leased, not NO_JOB (got %lld)", first,
+          n ? (long long)l[0].job_id : 0LL);
+    CHECK(kf_queue_lease_floors(db, &qc, &fl, "fa", cls, 1, 1, l, &n, err, sizeof(err)) == KF_Q_NO_JOB,
+          "an empty queue: NO_JOB");
+    CHECK(q1(db, "SELECT count(*) FROM jobs WHERE state = 'queued'") == 0, "every job leased");
+    kf_db_close(db);
+}
+
 int main(void)
 {
-    char c1[1024], c2[1024], c3[1024];
+    char c1[1024], c2[1024], c3[1024], c4[1024];
     if (!fresh_db("kft_dispatch_lib", c1, sizeof(c1)) || !fresh_db("kft_dispatch_srv", c2, sizeof(c2)) ||
-        !fresh_db("kft_dispatch_hist", c3, sizeof(c3))) {
+        !fresh_db("kft_dispatch_hist", c3, sizeof(c3)) || !fresh_db("kft_dispatch_floor", c4, sizeof(c4))) {
         fprintf(stderr, "cannot create a database: is the devdb cluster running (KFARM_DEVDB_DIR)?\n");
         printf("0 passed, 1 failed\n");
         return 1;
@@ -773,6 +837,7 @@ int main(void)
     part_library(c1);
     part_server(c2);
     part_history(c3);
+    part_floors(c4);
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail ? 1 : 0;
 }
