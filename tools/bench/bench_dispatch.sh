@@ -25,6 +25,11 @@
 #                          one heartbeat for all of them (default 1)
 #   BATCH_RESULTS=0        loadgen --batch-results: the results of a lease's jobs
 #                          in one message (Result.more; default 0)
+#   EVAL_MS=0              loadgen --eval-ms: each job is "evaluated" for 0.5-1.5x
+#                          this many ms before its heartbeat or result (a fleet
+#                          of real GPUs: N workers offer N/EVAL_MS jobs per ms;
+#                          default 0, the closed loop of zero-cost evaluations)
+#   HEARTBEATS=1           loadgen --heartbeats: heartbeats per lease
 #   COORD_THREADS=         kfarm-coordinator --threads (default: the coordinator's)
 #   COORDS=1               coordinator counts to run, e.g. COORDS="1 2 4" (or 1,2,4):
 #                          K coordinators on one database, each on its own port,
@@ -139,7 +144,8 @@ run_kfarm() { # N RUN [K coordinators]
   done
   KFARM_DB=$db "$build/tools/bench/loadgen" "${args[@]}" --connect-all "${CONNECT_ALL:-0}" --workers "$n" \
     --duration "$duration" --queue "$queue" --history "${HISTORY:-0}" --piggyback "${PIGGYBACK:-0}" \
-    --jobs-per-lease "${JOBS_PER_LEASE:-1}" --batch-results "${BATCH_RESULTS:-0}" || rc=$?
+    --jobs-per-lease "${JOBS_PER_LEASE:-1}" --batch-results "${BATCH_RESULTS:-0}" \
+    --eval-ms "${EVAL_MS:-0}" ${HEARTBEATS:+--heartbeats "$HEARTBEATS"} || rc=$?
   cpu=0
   for pid in "${pids[@]}"; do
     cpu=$(awk -v t="$clk" -v c="$cpu" '{printf "%.2f", c + ($14 + $15) / t}' "/proc/$pid/stat" 2>/dev/null || echo "$cpu")
@@ -169,7 +175,7 @@ status=0
   echo "postgres: $(psql "$conn" -tAc 'SHOW server_version' 2>/dev/null || echo '?') (devdb: fsync on, unix socket)"
   echo "node:     $(node --version), graphile-worker $(node -p 'require("./tools/bench/graphile/node_modules/graphile-worker/package.json").version')"
   echo "commit:   $(git rev-parse --short HEAD 2>/dev/null || echo ?)"
-  echo "settings: WORKERS='$workers_list' RUNS=$runs DURATION=$duration QUEUE=$queue GRAPHILE_QUEUE=$gqueue PIGGYBACK=${PIGGYBACK:-0} JOBS_PER_LEASE=${JOBS_PER_LEASE:-1} BATCH_RESULTS=${BATCH_RESULTS:-0} COORD_THREADS=${COORD_THREADS:-default} COORDS='$coords_list' CONNECT_ALL=${CONNECT_ALL:-0} HISTORY=${HISTORY:-0}"
+  echo "settings: WORKERS='$workers_list' RUNS=$runs DURATION=$duration QUEUE=$queue GRAPHILE_QUEUE=$gqueue PIGGYBACK=${PIGGYBACK:-0} JOBS_PER_LEASE=${JOBS_PER_LEASE:-1} BATCH_RESULTS=${BATCH_RESULTS:-0} EVAL_MS=${EVAL_MS:-0} HEARTBEATS=${HEARTBEATS:-1} COORD_THREADS=${COORD_THREADS:-default} COORDS='$coords_list' CONNECT_ALL=${CONNECT_ALL:-0} HISTORY=${HISTORY:-0}"
   rc=0
   for n in $workers_list; do
     for r in $(seq "$runs"); do

@@ -5,7 +5,7 @@
  *           --workers N [--duration S] [--jobs J]
  *           [--queue M] [--history H] [--heartbeats K] [--piggyback 0|1] [--jobs-per-lease L]
  *           [--batch-results 0|1]
- *           [--procs P] [--poll-ms MS]
+ *           [--procs P] [--poll-ms MS] [--eval-ms MS]
  *           [--timeout-ms MS] [--warmup S|auto] [--warmup-max S]
  *           [--drain-s S] [--prefix NAME] [--task DIR]
  *   (database: $KFARM_DB, the coordinator's; migrated here if needed)
@@ -157,6 +157,7 @@ typedef struct {
     int next_res;        /* the job whose Result is to be sent next */
     int batched;         /* results sent in Result.more with the one in flight */
     unsigned char gone[KF_QUEUE_MAX_LEASES]; /* leases the coordinator cancelled */
+    uint64_t rng;        /* the evaluation times' xorshift state */
 } sim;
 
 typedef struct lg lg;
@@ -186,6 +187,7 @@ struct lg {
     int piggyback;       /* each Result carries the next GetJob */
     int per_lease;       /* jobs asked for per GetJob (max_jobs) */
     int batch_results;   /* one Result message for every job of a lease (Result.more) */
+    int eval_ms;         /* a job's simulated evaluation: the sim waits 0.5-1.5x this after a lease (0: none) */
     double duration_s, drain_s;
     long job_limit;
     char prefix[64];
@@ -466,6 +468,23 @@ static void sleep_then(sim *s, int call, int ms)
     s->wake_ns = now_ns() + (int64_t)ms * 1000000LL;
 }
 
+/* After a lease: the first call about the job waits for its simulated
+ * evaluation, uniform in [0.5, 1.5] x eval_ms (a fleet of real GPUs whose
+ * jobs take that long: N workers offer N / eval_ms jobs per ms), or goes at
+ * once when eval_ms is 0 (the closed loop of zero-cost evaluations). */
+static void evaluate_then(sim *s, const lg *g)
+{
+    if (g->eval_ms <= 0) {
+        s->wake_ns = 0;
+        return;
+    }
+    s->rng ^= s->rng << 13;
+    s->rng ^= s->rng >> 7;
+    s->rng ^= s->rng << 17;
+    double f = 0.5 + (double)(s->rng >> 11) / 9007199254740992.0;
+    s->wake_ns = now_ns() + (int64_t)(f * g->eval_ms * 1e6);
+}
+
 /* What sim s does after the reply (or lack of one: rep NULL, outcome x) to
  * its request. Returns 0, or -1 fatal (d->err). */
 static int on_reply(driver *d, int i, Kfarm__Reply *rep, int x, int64_t lat_ns)
@@ -512,7 +531,7 @@ static int on_reply(driver *d, int i, Kfarm__Reply *rep, int x, int64_t lat_ns)
             rep = NULL;
             s->hb_left = g->heartbeats;
             s->call = s->hb_left > 0 ? C_HEARTBEAT : C_RESULT;
-            s->wake_ns = 0;
+            evaluate_then(s, g);
         } else if (x == KFARM__STATUS__NO_JOB) {
             /* the queue ran dry: the window ends here */
             int m = PH_MEASURE;
@@ -589,6 +608,7 @@ static int on_reply(driver *d, int i, Kfarm__Reply *rep, int x, int64_t lat_ns)
                 rep = NULL;
                 s->hb_left = g->heartbeats;
                 s->call = s->hb_left > 0 ? C_HEARTBEAT : C_RESULT;
+                evaluate_then(s, g);
             }
         } else if (x == X_TIMEOUT) {
             s->wake_ns = 0; /* resend (sealed anew), as the worker does */
@@ -644,6 +664,7 @@ static void driver_main(driver *d)
             goto out;
         }
         d->sims[i].call = C_REGISTER;
+        d->sims[i].rng = 0x9E3779B97F4A7C15ull * (uint64_t)(d->idx * 100003 + i + 1) | 1;
         d->sims[i].wake_ns = 0;
     }
     int64_t next_scan = 0;
@@ -997,7 +1018,7 @@ static void usage(FILE *f)
         "               --workers N [--duration S] [--jobs J] [--queue M]\n"
         "               [--heartbeats K] [--piggyback 0|1] [--jobs-per-lease L] [--batch-results 0|1]\n"
         "               [--procs P]\n"
-        "               [--poll-ms MS] [--timeout-ms MS]\n"
+        "               [--poll-ms MS] [--timeout-ms MS] [--eval-ms MS]\n"
         "               [--warmup S|auto] [--warmup-max S] [--min-rounds R] [--drain-s S]\n"
         "               [--prefix NAME]\n"
         "               [--task DIR]\n"
@@ -1019,6 +1040,8 @@ static void usage(FILE *f)
         "                   nanomsg allows 512 sockets per process)\n"
         "  --poll-ms MS     wait after NO_JOB (default 500, as kfarm-worker)\n"
         "  --timeout-ms MS  a request unanswered this long is a timeout, sent again (default 15000)\n"
+        "  --eval-ms MS     each leased job is \"evaluated\" for 0.5-1.5x MS before its heartbeat or\n"
+        "                   result (default 0: the closed loop; N workers offer N/MS jobs per ms)\n"
         "  --warmup S|auto  run this long before the window opens; auto (default): until every\n"
         "                   worker had a Result answered, at most --warmup-max S (default 60)\n"
         "  --min-rounds R   with --warmup auto, the window lasts at least R warm-up lengths\n"
@@ -1087,6 +1110,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--batch-results") && arg_num(v, 0, 1, &x) == 0) g->batch_results = (int)x;
         else if (!strcmp(a, "--procs") && arg_num(v, 1, LG_MAX_PROCS, &x) == 0) procs = (int)x;
         else if (!strcmp(a, "--poll-ms") && arg_num(v, 1, 60000, &x) == 0) g->poll_ms = (int)x;
+        else if (!strcmp(a, "--eval-ms") && arg_num(v, 0, 3600000, &x) == 0) g->eval_ms = (int)x;
         else if (!strcmp(a, "--timeout-ms") && arg_num(v, 10, 3600000, &x) == 0) g->timeout_ms = (int)x;
         else if (!strcmp(a, "--drain-s") && arg_num(v, 0, 600, &x) == 0) g->drain_s = x;
         else if (!strcmp(a, "--warmup") && !strcmp(v, "auto")) warmup_s = -1;
@@ -1311,12 +1335,12 @@ int main(int argc, char **argv)
            "getjob_max_ms=%.2f hb_p50_ms=%.2f hb_p99_ms=%.2f result_p50_ms=%.2f "
            "result_p99_ms=%.2f result_max_ms=%.2f no_job=%ld errors=%ld timeouts=%ld "
            "loadgen_cpu_s=%.2f warmup_s=%.2f ran_dry=%d verified=%d per_lease=%d batch_results=%d "
-           "coords=%d connect_all=%d dup_finals=%ld history=%ld\n",
+           "coords=%d connect_all=%d dup_finals=%ld history=%ld eval_ms=%d\n",
            g->workers, procs, secs, ok, rate, p50[C_REGISTER], p99[C_REGISTER], p50[C_GETJOB],
            p99[C_GETJOB], mx[C_GETJOB], p50[C_HEARTBEAT], p99[C_HEARTBEAT], p50[C_RESULT],
            p99[C_RESULT], mx[C_RESULT], no_job, errors, timeouts, lg_cpu, warm_s,
            atomic_load(&g->ran_dry), verified, g->per_lease, g->batch_results, g->naddr, g->connect_all,
-           dup, queue > 0 ? history : 0);
+           dup, queue > 0 ? history : 0, g->eval_ms);
     for (int c = 0; c < C_N; c++) free(all[c].v);
     free(g->keys);
     if (fatal || ok == 0 || !verified) return 1;
