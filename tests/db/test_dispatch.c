@@ -118,23 +118,35 @@ static void item(kf_queue_item *it, const char *w, const kf_lease *l, const kf_r
 
 /* ---- part 1: the library ---- */
 
-static void part_library(const char *conninfo)
+/* A migrated database at conninfo with campaign `name` of m queued jobs
+ * and worker `w` registered on "cpu"; NULL (and a failed check) on error. */
+static kf_db *open_queue(const char *conninfo, const char *name, int m, const char *w)
 {
     char err[1024];
     kf_db *db = kf_db_open(conninfo, err, sizeof(err));
     CHECK(db != NULL, "%s", err);
-    if (!db) return;
+    if (!db) return NULL;
     CHECK(kf_db_migrate(db, NULL, err, sizeof(err)) == 0, "%s", err);
-    if (make_queue(db, "lib", 30) < 0) {
+    if (make_queue(db, name, m) < 0) {
         CHECK(0, "queue setup");
         kf_db_close(db);
-        return;
+        return NULL;
     }
+    const char *cls[1] = { "cpu" };
+    char dev[] = "[]";
+    kf_queue_register_worker(db, w, "h", "cpu", dev, cls, 1, NULL, NULL, 1, err, sizeof(err));
+    return db;
+}
+
+static void part_library(const char *conninfo)
+{
+    char err[1024];
+    kf_db *db = open_queue(conninfo, "lib", 30, "wa");
+    if (!db) return;
     kf_queue_config qc;
     kf_queue_config_default(&qc);
     const char *cls[1] = { "cpu" };
     char dev[] = "[]";
-    kf_queue_register_worker(db, "wa", "h", "cpu", dev, cls, 1, NULL, NULL, 1, err, sizeof(err));
     kf_queue_register_worker(db, "wb", "h", "cpu", dev, cls, 1, NULL, NULL, 1, err, sizeof(err));
 
     /* leases of several jobs */
@@ -770,20 +782,11 @@ static void part_history(const char *conninfo)
 static void part_floors(const char *conninfo)
 {
     char err[1024];
-    kf_db *db = kf_db_open(conninfo, err, sizeof(err));
-    CHECK(db != NULL, "%s", err);
+    kf_db *db = open_queue(conninfo, "floors", 20, "fa");
     if (!db) return;
-    CHECK(kf_db_migrate(db, NULL, err, sizeof(err)) == 0, "%s", err);
-    if (make_queue(db, "floors", 20) < 0) {
-        CHECK(0, "queue setup");
-        kf_db_close(db);
-        return;
-    }
     kf_queue_config qc;
     kf_queue_config_default(&qc);
     const char *cls[1] = { "cpu" };
-    char dev[] = "[]";
-    kf_queue_register_worker(db, "fa", "h", "cpu", dev, cls, 1, NULL, NULL, 1, err, sizeof(err));
     kf_queue_floors fl;
     kf_queue_floors_init(&fl);
     fl.refresh_s = 3600; /* no time-based full read unless the test asks */
