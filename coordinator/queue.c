@@ -272,10 +272,6 @@ kf_queue_status kf_queue_lease_floors(kf_db *db, const kf_queue_config *cfg, kf_
         floors_arrays(fl, fids, fvals, sizeof(fids));
         r = kf_db_exec(db, sql, 7, p, err, errlen);
     }
-    if (fl) {
-        if (nfl > 0) fl->floor_reads++;
-        else fl->full_reads++;
-    }
 
     free(sql);
     OPENSSL_cleanse(toks, sizeof(toks));

@@ -110,7 +110,6 @@ typedef struct {
         double set_at;        /* when the floor was last read from 0 (kf_util_now_s) */
     } f[KF_QUEUE_FLOORS];
     double refresh_s;         /* read from 0 again after this long (default 2 s) */
-    long full_reads, floor_reads; /* statistics */
 } kf_queue_floors;
 
 /* Empty floors with the default refresh (2 s). */
