@@ -117,11 +117,20 @@ int kf_verify_conclude(kf_db *db, const kf_queue_config *cfg, const char *orig_e
         state = "disputed";
         snprintf(detail, sizeof(detail), "disputed: %.3fx by %s, but %s by %s", s1, w1, verdict, w2);
     }
+    /* A confirmed result's interval covers both runs' intervals: two runs
+     * of one candidate that differ by more than their within-run CVs show
+     * run-to-run drift that the interval must admit (CI, issue 10's ties:
+     * an identical variant timed 0.958x at CV 3.6%, then 1.562x at CV 9.2%;
+     * the first run's interval alone called it slower than its twin). */
     const char *pu[5] = { orig_eval_id, state, vid, w2, detail };
     if (kf_db_cmd(db,
-            "UPDATE evaluations SET confirmation = $2, confirmed_by = $3::bigint,"
-            " confirmed_by_worker = $4, confirmation_detail = $5, confirmed_at = now()"
-            " WHERE id = $1::bigint", 5, pu, err, errlen) < 0)
+            "UPDATE evaluations o SET confirmation = $2, confirmed_by = $3::bigint,"
+            " confirmed_by_worker = $4, confirmation_detail = $5, confirmed_at = now(),"
+            " speedup_lo = CASE WHEN $2 = 'confirmed' THEN LEAST(o.speedup_lo, v.speedup_lo)"
+            "   ELSE o.speedup_lo END,"
+            " speedup_hi = CASE WHEN $2 = 'confirmed' THEN GREATEST(o.speedup_hi, v.speedup_hi)"
+            "   ELSE o.speedup_hi END"
+            " FROM evaluations v WHERE o.id = $1::bigint AND v.id = $3::bigint", 5, pu, err, errlen) < 0)
         return -1;
     kf_log("evaluation %s %s", orig_eval_id, detail);
     /* a worker re-timed alone says nothing about its honesty */

@@ -25,7 +25,8 @@
  * worker whose disputes reach KF_VERIFY_QUARANTINE_DISPUTES and outnumber
  * its agreements is quarantined. After every conclusion the next would-be
  * best is considered, so a disputed winner hands the title down.
- * State lives in evaluations.confirmation (schema/003_trust.sql).
+ * A confirmed result's speedup interval widens to cover the verification's
+ * (noise.h). State lives in evaluations.confirmation (schema/003_trust.sql).
  */
 #ifndef KF_VERIFY_H
 #define KF_VERIFY_H

@@ -241,7 +241,8 @@ int main(void)
     res.fencing_token = token;
     res.verdict = "ok";
     res.detail = "passed";
-    res.metrics_json = "{\"cv\": 0.02}";
+    res.metrics_json = "{\"timing\": {\"shapes\": [{\"weight\": 1, \"baseline\": {\"cv\": 0.02},"
+                       " \"candidate\": {\"cv\": 0.02}}]}}";
     res.has_candidate_us = res.has_baseline_us = res.has_speedup = 1;
     res.candidate_us = 50;
     res.baseline_us = 75;
@@ -380,11 +381,14 @@ int main(void)
     if (rep) kfarm__reply__free_unpacked(rep, NULL);
     /* serve the verification jobs the results asked for (as fake-2, which
      * reported nothing that is verified) until the campaign is done */
-    int finished = 0;
+    int finished = 0, served = 0;
     for (int i = 0; i < 150 && !finished; i++) {
         rep = get_job(&w2, "fake-2");
         if (rep && rep->job) {
             res.worker_id = "fake-2";
+            /* each a little faster than the last: within the noise
+             * allowance (1.5x), outside the previous one's interval */
+            res.speedup = 1.8 + 0.1 * served++;
             res.job_id = rep->job->job_id;
             res.fencing_token = rep->job->fencing_token;
             uint8_t lt[16];
@@ -401,6 +405,13 @@ int main(void)
     }
     CHECK(q1(db, "SELECT count(*) FROM evaluations WHERE confirmation = 'confirmed'") >= 1,
           "the best result was confirmed by a second worker");
+    /* a confirmed result's interval covers its verification's (verify.c) */
+    CHECK(q1(db, "SELECT count(*) FROM evaluations o JOIN evaluations v ON v.id = o.confirmed_by"
+                 " WHERE o.confirmation = 'confirmed' AND v.speedup > o.speedup * 1.01") >= 1 &&
+          q1(db, "SELECT count(*) FROM evaluations o JOIN evaluations v ON v.id = o.confirmed_by"
+                 " WHERE o.confirmation = 'confirmed' AND v.speedup > o.speedup * 1.01 AND NOT ("
+                 " o.speedup_lo < o.speedup AND o.speedup_hi >= v.speedup_hi AND v.speedup_hi > v.speedup)") == 0,
+          "a confirmed result's interval covers both runs");
     CHECK(finished, "campaign done");
     char datajs[512];
     snprintf(datajs, sizeof(datajs), "%s/data/index.js", dir);
