@@ -15,11 +15,11 @@ start_fake_llm() { # start_fake_llm SCRIPT -- sets LLM_URL and LLM_LOG
   LLM_URL="http://127.0.0.1:$(cat "$T_DIR/llm.port")/v1"
 }
 
-llm_config() { # llm_config FILE STRATEGY MODEL EXTRA-JSON-FIELDS (",..." or "")
+llm_config() { # llm_config FILE STRATEGY MODEL EXTRA-JSON-FIELDS (",..." or "") [SEED-FILE]
   cat >"$1" <<JSON
 {"strategy": "$2",
  "task": "$KFARM_SRC/tasks/softmax_f32",
- "seed_file": "$KFARM_SRC/tests/llm/kernels/softmax_seed.c",
+ "seed_file": "${5:-$KFARM_SRC/tests/llm/kernels/softmax_seed.c}",
  "targets": ["cpu"],
  "llm": {"base_url": "$LLM_URL", "model": "$3", "api_key_env": "KF_TEST_LLM_KEY",
          "temperature": 0.4, "max_tokens": 2048, "timeout_s": 10, "connect_timeout_s": 2,
