@@ -468,20 +468,26 @@ static void sleep_then(sim *s, int call, int ms)
     s->wake_ns = now_ns() + (int64_t)ms * 1000000LL;
 }
 
-/* After a lease: the first call about the job waits for its simulated
- * evaluation, uniform in [0.5, 1.5] x eval_ms (a fleet of real GPUs whose
- * jobs take that long: N workers offer N / eval_ms jobs per ms), or goes at
- * once when eval_ms is 0 (the closed loop of zero-cost evaluations). */
-static void evaluate_then(sim *s, const lg *g)
+/* After a lease, and before each further result of it: the call waits for
+ * the simulated evaluation of the jobs it reports, each uniform in [0.5, 1.5]
+ * x eval_ms, evaluated one after the other as a worker does (a fleet of real
+ * GPUs whose jobs take that long: N workers offer N / eval_ms jobs per ms
+ * whatever the lease size); njobs: the jobs the next call reports (the
+ * whole lease with --batch-results, else one). Goes at once when eval_ms is
+ * 0 (the closed loop of zero-cost evaluations). */
+static void evaluate_then(sim *s, const lg *g, int njobs)
 {
     if (g->eval_ms <= 0) {
         s->wake_ns = 0;
         return;
     }
-    s->rng ^= s->rng << 13;
-    s->rng ^= s->rng >> 7;
-    s->rng ^= s->rng << 17;
-    double f = 0.5 + (double)(s->rng >> 11) / 9007199254740992.0;
+    double f = 0;
+    for (int k = 0; k < (njobs > 0 ? njobs : 1); k++) {
+        s->rng ^= s->rng << 13;
+        s->rng ^= s->rng >> 7;
+        s->rng ^= s->rng << 17;
+        f += 0.5 + (double)(s->rng >> 11) / 9007199254740992.0;
+    }
     s->wake_ns = now_ns() + (int64_t)(f * g->eval_ms * 1e6);
 }
 
@@ -531,7 +537,7 @@ static int on_reply(driver *d, int i, Kfarm__Reply *rep, int x, int64_t lat_ns)
             rep = NULL;
             s->hb_left = g->heartbeats;
             s->call = s->hb_left > 0 ? C_HEARTBEAT : C_RESULT;
-            evaluate_then(s, g);
+            evaluate_then(s, g, g->batch_results ? s->nheld : 1);
         } else if (x == KFARM__STATUS__NO_JOB) {
             /* the queue ran dry: the window ends here */
             int m = PH_MEASURE;
@@ -594,10 +600,10 @@ static int on_reply(driver *d, int i, Kfarm__Reply *rep, int x, int64_t lat_ns)
                     atomic_store(&g->t_end_ns, now_ns());
             }
             int more = x != KFARM__STATUS__CONFLICT ? next_live(s, s->next_res) : -1;
-            if (more >= 0) { /* the next job of this lease */
+            if (more >= 0) { /* the next job of this lease, once evaluated */
                 s->next_res = more;
                 s->call = C_RESULT;
-                s->wake_ns = 0;
+                evaluate_then(s, g, 1);
                 break;
             }
             drop_job(s);
@@ -608,7 +614,7 @@ static int on_reply(driver *d, int i, Kfarm__Reply *rep, int x, int64_t lat_ns)
                 rep = NULL;
                 s->hb_left = g->heartbeats;
                 s->call = s->hb_left > 0 ? C_HEARTBEAT : C_RESULT;
-                evaluate_then(s, g);
+                evaluate_then(s, g, g->batch_results ? s->nheld : 1);
             }
         } else if (x == X_TIMEOUT) {
             s->wake_ns = 0; /* resend (sealed anew), as the worker does */
