@@ -5,13 +5,27 @@
  * the coordinator (workers sit behind NAT) with a nanomsg REQ socket and
  * speaks the request/reply protocol of proto/kfarm.proto:
  *
- *   Register (devices, routing classes) -> GetJob poll -> Job
+ *   Register (devices, routing classes) -> GetJob poll -> Job(s)
  *     -> kf_eval_run (compile + sandboxed evaluation), whose tick callback
- *        sends a Heartbeat every lease/3 (a STALE reply abandons the job:
- *        the coordinator gave it to someone else)
+ *        sends a Heartbeat every lease/3 for every lease held (a STALE reply
+ *        abandons the job: the coordinator gave it to someone else)
  *     -> Result, re-sent until the coordinator answers OK or DUPLICATE
  *        (exactly-once storage is the coordinator's job: it dedups by
- *        job id + fencing token), or STALE (our lease was lost).
+ *        job id + fencing token), or STALE (our lease was lost); it carries
+ *        the next GetJob when no job is held ahead.
+ *
+ * Batches (--batch): a GetJob may ask for several leases (max_jobs). They
+ * are evaluated one after the other and their results go in one Result
+ * message (Result.more, one group commit), so a fleet of fast evaluations
+ * costs the coordinator one message per batch instead of one per job. With
+ * --batch auto (the default on GPUs) a batch holds ~KF_DAEMON_BATCH_S of
+ * evaluation at the measured per-job wall: one job until one has been timed,
+ * one per lease where evaluations take seconds.
+ *
+ * Compile-ahead (--prefetch, the default on GPUs): while a job evaluates,
+ * the next jobs of its batch build into the compile cache in children at
+ * nice 19, several at once (the host's cores - 1, at most 8); on the
+ * batch's last job the next batch is leased ahead and compiled likewise.
  *
  * Identity: the worker speaks as the name in its credential (issued by
  * `kfarm worker add NAME`); every frame is authenticated with keys derived
@@ -72,25 +86,40 @@ typedef struct {
     int prefetch;          /* lease the next job and compile it during an evaluation:
                               1 on, 0 off, -1 auto (on for cuda, off for cpu, where
                               a compile would disturb the CPU timings) */
+    int batch;             /* --batch: jobs per lease; 0 auto (KF_DAEMON_BATCH_S); -1 the backend's default */
+    int compile_jobs;      /* compile-ahead children at once (the host's cores - 1, 1..8) */
     int sock;
     kf_wire_client wc;     /* identity, per-worker keys, instance, counter */
     int exit_code;         /* set when the coordinator refuses this process for good */
     volatile sig_atomic_t *stop;
 } daemon_cfg;
 
+#define KF_DAEMON_MAX_BATCH 16 /* leases asked for in one GetJob at most (--batch) */
+#define KF_DAEMON_BATCH_S 2.0  /* --batch auto: a batch holds about this much evaluation */
+
 /* A job this worker holds a lease on. */
 typedef struct {
-    Kfarm__Reply *rep;     /* the GetJob reply; owns the job (NULL: none held) */
-    const Kfarm__Job *job;
-    int lost;              /* coordinator said STALE: lease gone */
+    const Kfarm__Job *job; /* NULL: none held */
+    int lost;              /* coordinator said STALE or cancel: lease gone */
     pid_t precompile;      /* compile-ahead child still to be reaped, or 0 */
+    int compiled_ahead;    /* a compile-ahead child was started for it */
 } held_job;
 
-/* Heartbeat state for the tick callback: the job being evaluated and the
- * one leased ahead (compile-ahead), both kept alive. */
+/* The leases one reply granted (a GetJob's, or a Result's with `next`):
+ * Reply.job and Reply.more_jobs, evaluated in order, their results sent
+ * together. The reply owns the jobs. */
+typedef struct {
+    Kfarm__Reply *rep; /* NULL: no batch */
+    held_job j[KF_DAEMON_MAX_BATCH];
+    int n;
+} lease_batch;
+
+/* Heartbeat state for the tick callback: every job held (the one being
+ * evaluated first, then the rest of its batch, evaluated or not, then the
+ * batch leased ahead), all kept alive by one Heartbeat message. */
 typedef struct {
     daemon_cfg *cfg;
-    held_job *jobs[2];
+    held_job *jobs[2 * KF_DAEMON_MAX_BATCH];
     int n;
     double interval_s, last_s;
 } hb_state;
@@ -179,15 +208,34 @@ static int do_register(daemon_cfg *c, kf_device *dev, char classes[][128], int n
     return -1;
 }
 
-/* Send one heartbeat; marks the job lost when the coordinator says STALE. */
-static void heartbeat_one(daemon_cfg *c, held_job *j)
+/* One Heartbeat for every held job in js (Heartbeat.more for all but the
+ * first): marks a job lost when the coordinator says its lease is gone
+ * (STALE or cancel for the first, cancel_jobs for the others). */
+static void heartbeat_all(daemon_cfg *c, held_job *const *js, int n)
 {
+    held_job *live[2 * KF_DAEMON_MAX_BATCH];
+    int nl = 0;
+    for (int i = 0; i < n && nl < 2 * KF_DAEMON_MAX_BATCH; i++)
+        if (js[i] && js[i]->job && !js[i]->lost) live[nl++] = js[i];
+    if (nl == 0) return;
+    Kfarm__LeaseRef refs[2 * KF_DAEMON_MAX_BATCH], *rp[2 * KF_DAEMON_MAX_BATCH];
+    for (int k = 1; k < nl; k++) {
+        const Kfarm__Job *jb = live[k]->job;
+        kfarm__lease_ref__init(&refs[k - 1]);
+        refs[k - 1].job_id = jb->job_id;
+        refs[k - 1].fencing_token = jb->fencing_token;
+        refs[k - 1].has_lease_token = jb->has_lease_token;
+        refs[k - 1].lease_token = jb->lease_token;
+        rp[k - 1] = &refs[k - 1];
+    }
     Kfarm__Heartbeat hb = KFARM__HEARTBEAT__INIT;
     hb.worker_id = c->worker_id;
-    hb.job_id = j->job->job_id;
-    hb.fencing_token = j->job->fencing_token;
-    hb.has_lease_token = j->job->has_lease_token;
-    hb.lease_token = j->job->lease_token;
+    hb.job_id = live[0]->job->job_id;
+    hb.fencing_token = live[0]->job->fencing_token;
+    hb.has_lease_token = live[0]->job->has_lease_token;
+    hb.lease_token = live[0]->job->lease_token;
+    hb.n_more = (size_t)(nl - 1);
+    hb.more = nl > 1 ? rp : NULL;
     Kfarm__Request req = KFARM__REQUEST__INIT;
     req.msg_case = KFARM__REQUEST__MSG_HEARTBEAT;
     req.heartbeat = &hb;
@@ -195,11 +243,19 @@ static void heartbeat_one(daemon_cfg *c, held_job *j)
     if (call(c, &req, &rep) < 0) return; /* coordinator away: keep going */
     if (rep->status == KFARM__STATUS__CONFLICT) {
         identity_conflict(c, rep);
-        j->lost = 1;
-    } else if (rep->status == KFARM__STATUS__STALE || (rep->has_cancel && rep->cancel)) {
-        logmsg("job %llu: lease lost (%s); abandoning", (unsigned long long)j->job->job_id,
-               rep->detail ? rep->detail : "stale fencing token");
-        j->lost = 1;
+        for (int k = 0; k < nl; k++) live[k]->lost = 1;
+    } else {
+        if (rep->status == KFARM__STATUS__STALE || (rep->has_cancel && rep->cancel)) {
+            logmsg("job %llu: lease lost (%s); abandoning", (unsigned long long)live[0]->job->job_id,
+                   rep->detail ? rep->detail : "stale fencing token");
+            live[0]->lost = 1;
+        }
+        for (size_t x = 0; x < rep->n_cancel_jobs; x++)
+            for (int k = 1; k < nl; k++)
+                if (live[k]->job->job_id == rep->cancel_jobs[x] && !live[k]->lost) {
+                    logmsg("job %llu: lease lost; abandoning", (unsigned long long)rep->cancel_jobs[x]);
+                    live[k]->lost = 1;
+                }
     }
     kfarm__reply__free_unpacked(rep, NULL);
 }
@@ -212,10 +268,9 @@ static int heartbeat_tick(void *arg)
     double now = kf_util_now_s();
     if (now - h->last_s >= h->interval_s) {
         h->last_s = now;
-        for (int i = 0; i < h->n; i++)
-            if (h->jobs[i] && h->jobs[i]->rep && !h->jobs[i]->lost) heartbeat_one(h->cfg, h->jobs[i]);
+        heartbeat_all(h->cfg, h->jobs, h->n);
     }
-    return h->n > 0 && h->jobs[0]->lost;
+    return h->n > 0 && h->jobs[0] && h->jobs[0]->lost;
 }
 
 /* Write the job's task files to work_dir/tasks/<hash>/ (once). */
@@ -325,6 +380,7 @@ static void start_precompile(daemon_cfg *c, held_job *j, const char *backend)
     job_paths p;
     kf_eval_res res;
     memset(&res, 0, sizeof(res));
+    j->compiled_ahead = 1; /* tried once, whatever comes of it */
     if (prepare_job(c, j->job, backend, &p, &res) < 0) return; /* the evaluation will say why */
     pid_t pid = fork();
     if (pid < 0) return;
@@ -428,28 +484,89 @@ static void run_job(daemon_cfg *c, held_job *j, const char *backend, kf_eval_res
                kf_util_now_s() - t1);
 }
 
-/* Send the result until acknowledged. Returns 0 when stored/duplicate/stale. */
-/* Send a job's result until it is stored or refused for good. With next
- * (the worker wants another job and holds none ahead), the request carries
- * GetJob gj and a job granted in the reply is adopted into *next. */
-static int send_result(daemon_cfg *c, const Kfarm__Job *job, const kf_eval_res *res, Kfarm__GetJob *gj,
-                       held_job *next)
+/* The leases of reply rep (its job and more_jobs) as batch *out, which
+ * then owns rep. */
+static void batch_adopt(lease_batch *out, Kfarm__Reply *rep)
 {
+    memset(out, 0, sizeof(*out));
+    out->rep = rep;
+    out->j[0].job = rep->job;
+    out->n = 1;
+    for (size_t k = 0; k < rep->n_more_jobs && out->n < KF_DAEMON_MAX_BATCH; k++)
+        out->j[out->n++].job = rep->more_jobs[k];
+}
+
+static void batch_free(lease_batch *b)
+{
+    if (b->rep) kfarm__reply__free_unpacked(b->rep, NULL);
+    memset(b, 0, sizeof(*b));
+}
+
+static int status_final(Kfarm__Status s)
+{
+    return s == KFARM__STATUS__OK || s == KFARM__STATUS__DUPLICATE || s == KFARM__STATUS__STALE ||
+           s == KFARM__STATUS__REJECTED || s == KFARM__STATUS__CONFLICT;
+}
+
+static void say_status(const Kfarm__Job *job, Kfarm__Status s, const char *detail)
+{
+    if (s != KFARM__STATUS__OK && s != KFARM__STATUS__DUPLICATE)
+        logmsg("job %llu: result %s: %s", (unsigned long long)job->job_id,
+               s == KFARM__STATUS__STALE ? "refused as stale" : "not stored", detail ? detail : "");
+}
+
+/* Send the results res[0..m) of jobs[0..m) in one Result message (the
+ * first as the Result, the others as Result.more: one group commit on the
+ * coordinator), re-sent until each is stored or refused for good (OK,
+ * DUPLICATE, STALE, REJECTED, CONFLICT); results the coordinator did not
+ * take (an ERROR status, or a reply without more_status) go again in a
+ * message of their own. With ahead (the worker wants more work and holds
+ * none ahead) the request carries GetJob gj, and the leases granted in the
+ * reply become *ahead. Returns 0, or -1 when stopping while the
+ * coordinator is away (those results are lost; their leases expire). */
+static int send_results(daemon_cfg *c, const Kfarm__Job *const *jobs, kf_eval_res *const *res, int m,
+                        Kfarm__GetJob *gj, lease_batch *ahead)
+{
+    if (m <= 0) return 0;
+    Kfarm__ResultItem items[KF_DAEMON_MAX_BATCH], *ip[KF_DAEMON_MAX_BATCH];
     Kfarm__Result r = KFARM__RESULT__INIT;
-    r.worker_id = c->worker_id;
-    r.job_id = job->job_id;
-    r.fencing_token = job->fencing_token;
-    r.has_lease_token = job->has_lease_token;
-    r.lease_token = job->lease_token;
-    r.verdict = (char *)kf_verdict_name(res->verdict);
-    r.detail = (char *)res->detail;
-    r.metrics_json = res->metrics_json ? res->metrics_json : "{}";
-    r.compile_log = res->compile_log ? res->compile_log : "";
+    for (int k = 0; k < m; k++) {
+        const Kfarm__Job *job = jobs[k];
+        const kf_eval_res *x = res[k];
+        Kfarm__ResultItem *it = &items[k];
+        kfarm__result_item__init(it);
+        it->worker_id = c->worker_id;
+        it->job_id = job->job_id;
+        it->fencing_token = job->fencing_token;
+        it->has_lease_token = job->has_lease_token;
+        it->lease_token = job->lease_token;
+        it->verdict = (char *)kf_verdict_name(x->verdict);
+        it->detail = (char *)x->detail;
+        it->metrics_json = x->metrics_json ? x->metrics_json : "{}";
+        it->compile_log = x->compile_log ? x->compile_log : "";
+        it->has_candidate_us = it->has_baseline_us = it->has_speedup = 1;
+        it->candidate_us = x->candidate_us;
+        it->baseline_us = x->baseline_us;
+        it->speedup = x->speedup;
+        ip[k] = it;
+    }
+    /* the first as the Result itself (fields 1-11 are the item's) */
+    r.worker_id = items[0].worker_id;
+    r.job_id = items[0].job_id;
+    r.fencing_token = items[0].fencing_token;
+    r.has_lease_token = items[0].has_lease_token;
+    r.lease_token = items[0].lease_token;
+    r.verdict = items[0].verdict;
+    r.detail = items[0].detail;
+    r.metrics_json = items[0].metrics_json;
+    r.compile_log = items[0].compile_log;
     r.has_candidate_us = r.has_baseline_us = r.has_speedup = 1;
-    r.candidate_us = res->candidate_us;
-    r.baseline_us = res->baseline_us;
-    r.speedup = res->speedup;
-    if (next && gj) r.next = gj;
+    r.candidate_us = items[0].candidate_us;
+    r.baseline_us = items[0].baseline_us;
+    r.speedup = items[0].speedup;
+    r.n_more = (size_t)(m - 1);
+    r.more = m > 1 ? ip + 1 : NULL;
+    if (ahead && gj) r.next = gj;
     Kfarm__Request req = KFARM__REQUEST__INIT;
     req.msg_case = KFARM__REQUEST__MSG_RESULT;
     req.result = &r;
@@ -458,22 +575,26 @@ static int send_result(daemon_cfg *c, const Kfarm__Job *job, const kf_eval_res *
         Kfarm__Reply *rep;
         if (call(c, &req, &rep) == 0) {
             Kfarm__Status s = rep->status;
-            if (s != KFARM__STATUS__OK && s != KFARM__STATUS__DUPLICATE)
-                logmsg("job %llu: result %s: %s", (unsigned long long)job->job_id,
-                       s == KFARM__STATUS__STALE ? "refused as stale" : "not stored",
-                       rep->detail ? rep->detail : "");
-            if (s == KFARM__STATUS__CONFLICT) identity_conflict(c, rep);
-            if (next && r.next && rep->job &&
-                (s == KFARM__STATUS__OK || s == KFARM__STATUS__DUPLICATE || s == KFARM__STATUS__STALE)) {
-                memset(next, 0, sizeof(*next));
-                next->rep = rep; /* owns the job */
-                next->job = rep->job;
-            } else {
-                kfarm__reply__free_unpacked(rep, NULL);
+            if (status_final(s)) {
+                say_status(jobs[0], s, rep->detail);
+                if (s == KFARM__STATUS__CONFLICT) identity_conflict(c, rep);
+                /* the others: each its own status; again what was not taken */
+                const Kfarm__Job *again_j[KF_DAEMON_MAX_BATCH];
+                kf_eval_res *again_r[KF_DAEMON_MAX_BATCH];
+                int again = 0;
+                for (int k = 1; k < m && s != KFARM__STATUS__CONFLICT; k++) {
+                    if (rep->n_more_status != (size_t)(m - 1) || !status_final(rep->more_status[k - 1])) {
+                        again_j[again] = jobs[k];
+                        again_r[again++] = res[k];
+                    } else {
+                        say_status(jobs[k], rep->more_status[k - 1], NULL);
+                    }
+                }
+                if (ahead && r.next && rep->job && s != KFARM__STATUS__CONFLICT) batch_adopt(ahead, rep);
+                else kfarm__reply__free_unpacked(rep, NULL);
+                return again ? send_results(c, again_j, again_r, again, NULL, NULL) : 0;
             }
-            if (s == KFARM__STATUS__OK || s == KFARM__STATUS__DUPLICATE || s == KFARM__STATUS__STALE ||
-                s == KFARM__STATUS__REJECTED || s == KFARM__STATUS__CONFLICT)
-                return 0;
+            kfarm__reply__free_unpacked(rep, NULL);
         }
         if (*c->stop && backoff >= 5000) return -1; /* shutting down and coordinator away */
         sleep_ms(backoff);
@@ -481,12 +602,15 @@ static int send_result(daemon_cfg *c, const Kfarm__Job *job, const kf_eval_res *
     }
 }
 
-/* Ask for a job. Returns 1 with *out holding it, 0 when there is none now or
- * the coordinator is away (with backoff != NULL: after sleeping), -1 after a
- * refusal. backoff NULL = one quick try, no sleeping (compile-ahead). */
-static int get_job(daemon_cfg *c, Kfarm__Request *req, held_job *out, kf_device *dev,
-                   char classes[][128], int n_classes, int *backoff)
+/* Ask for up to `want` jobs (GetJob.max_jobs). Returns 1 with *out holding
+ * the leases granted, 0 when there is none now or the coordinator is away
+ * (with backoff != NULL: after sleeping), -1 after a refusal. backoff NULL =
+ * one quick try, no sleeping (compile-ahead). */
+static int get_jobs(daemon_cfg *c, Kfarm__Request *req, int want, lease_batch *out, kf_device *dev,
+                    char classes[][128], int n_classes, int *backoff)
 {
+    req->get_job->has_max_jobs = want > 1;
+    req->get_job->max_jobs = (uint32_t)(want > 1 ? want : 0);
     Kfarm__Reply *rep;
     if (call(c, req, &rep) < 0) {
         if (backoff) {
@@ -529,10 +653,44 @@ static int get_job(daemon_cfg *c, Kfarm__Request *req, held_job *out, kf_device 
         if (backoff && !refused) sleep_ms(c->poll_ms);
         return refused ? -1 : 0;
     }
-    memset(out, 0, sizeof(*out));
-    out->rep = rep;
-    out->job = rep->job;
+    batch_adopt(out, rep);
     return 1;
+}
+
+/* Jobs to ask for in one GetJob: --batch N, or with --batch auto as many as
+ * fill about KF_DAEMON_BATCH_S of evaluation at the measured per-job wall
+ * (one until a job has been timed), at most KF_DAEMON_MAX_BATCH and the
+ * jobs left under --max-jobs. Several jobs per lease cut the coordinator's
+ * messages and database work per job (docs/benchmarks.md, issue 13: a fleet
+ * of 1,000 simulated GPUs at ~1 s per job got 743 jobs/s one job per lease,
+ * 980 with leases of 4 reported together); holding results for ~2 s delays
+ * them that much, and a worker that dies loses that much work to re-leases. */
+static int batch_want(const daemon_cfg *c, double per_job_s, int done)
+{
+    int w = c->batch > 0 ? c->batch : per_job_s > 0 ? (int)(KF_DAEMON_BATCH_S / per_job_s) : 1;
+    if (w < 1) w = 1;
+    if (w > KF_DAEMON_MAX_BATCH) w = KF_DAEMON_MAX_BATCH;
+    if (c->max_jobs > 0 && w > c->max_jobs - done) w = c->max_jobs - done > 0 ? c->max_jobs - done : 1;
+    return w;
+}
+
+/* Compile ahead, at most c->compile_jobs children at once: the jobs of b
+ * from index from on, then those of the batch leased ahead. */
+static void precompile_window(daemon_cfg *c, lease_batch *b, int from, lease_batch *next, const char *backend)
+{
+    int running = 0;
+    for (int k = 0; k < b->n; k++) running += b->j[k].precompile > 0;
+    for (int k = 0; k < next->n; k++) running += next->j[k].precompile > 0;
+    for (int k = from; k < b->n && running < c->compile_jobs; k++)
+        if (!b->j[k].compiled_ahead && !b->j[k].lost) {
+            start_precompile(c, &b->j[k], backend);
+            running += b->j[k].precompile > 0;
+        }
+    for (int k = 0; k < next->n && running < c->compile_jobs; k++)
+        if (!next->j[k].compiled_ahead && !next->j[k].lost) {
+            start_precompile(c, &next->j[k], backend);
+            running += next->j[k].precompile > 0;
+        }
 }
 
 static void usage(FILE *f)
@@ -553,6 +711,9 @@ static void usage(FILE *f)
             "  --cpu               serve the cpu backend even on a GPU host\n"
             "  --prefetch          compile the next job while evaluating (default on GPUs)\n"
             "  --no-prefetch       one job at a time (default on the cpu backend)\n"
+            "  --batch N|auto      jobs leased together, evaluated in turn and reported in one\n"
+            "                      message (1-16; auto: ~2 s of evaluation at the measured rate;\n"
+            "                      default auto on GPUs, 1 on the cpu backend)\n"
             "  --judge-per-eval    a new judge process per evaluation (default: one serving judge\n"
             "                      keeps the device context and the task's reference and\n"
             "                      baseline runners between evaluations)\n"
@@ -604,6 +765,7 @@ int kf_daemon_main(int argc, char **argv)
     daemon_cfg c = {0};
     c.poll_ms = 500;
     c.prefetch = -1;
+    c.batch = -1;
     c.stop = &g_stop;
     const char *id = NULL, *work = NULL, *cred = NULL;
     int gpu_explicit = 0;
@@ -614,11 +776,11 @@ int kf_daemon_main(int argc, char **argv)
         {"prefetch", no_argument, 0, 'P'},          {"no-prefetch", no_argument, 0, 'N'},
         {"gpu", required_argument, 0, 'g'},         {"cpu", no_argument, 0, 'C'},
         {"credential", required_argument, 0, 'K'},  {"help", no_argument, 0, 'h'},
-        {"judge-per-eval", no_argument, 0, 'J'},
+        {"judge-per-eval", no_argument, 0, 'J'},  {"batch", required_argument, 0, 'B'},
         {0, 0, 0, 0}};
     int o;
     optind = 1;
-    while ((o = getopt_long(argc, argv, "c:i:w:p:m:qg:CPNK:hJ", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "c:i:w:p:m:qg:CPNK:hJB:", opts, NULL)) != -1) {
         switch (o) {
         case 'c':
             if (c.n_coordinators == KF_DAEMON_MAX_COORD) {
@@ -653,6 +815,18 @@ int kf_daemon_main(int argc, char **argv)
         case 'P': c.prefetch = 1; break;
         case 'N': c.prefetch = 0; break;
         case 'J': c.judge_per_eval = 1; break;
+        case 'B': {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (!strcmp(optarg, "auto")) c.batch = 0;
+            else if (end != optarg && !*end && v >= 1 && v <= KF_DAEMON_MAX_BATCH) c.batch = (int)v;
+            else {
+                fprintf(stderr, "kfarm-worker: --batch: expected 1-%d or auto, not '%s' (see --help)\n",
+                        KF_DAEMON_MAX_BATCH, optarg);
+                return 2;
+            }
+            break;
+        }
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -708,6 +882,11 @@ int kf_daemon_main(int argc, char **argv)
         return 2;
     }
     if (c.prefetch < 0) c.prefetch = !strcmp(dev.backend, "cuda");
+    /* several jobs per lease where evaluations are short (GPUs); one on the
+     * cpu backend, whose evaluations take seconds */
+    if (c.batch < 0) c.batch = !strcmp(dev.backend, "cuda") ? 0 : 1;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    c.compile_jobs = ncpu > 9 ? 8 : ncpu > 2 ? (int)ncpu - 1 : 1;
     if (!strcmp(dev.backend, "cuda")) snprintf(c.arch, sizeof(c.arch), "%s", dev.arch);
 
     struct sigaction sa = {0};
@@ -759,54 +938,100 @@ int kf_daemon_main(int argc, char **argv)
     req.msg_case = KFARM__REQUEST__MSG_GET_JOB;
     req.get_job = &gj;
     int done = 0, idle_backoff = c.poll_ms;
-    held_job cur = {0}, next = {0};
+    double per_job_s = 0; /* evaluation wall per job, moving average (0: none yet) */
+    lease_batch cur = {0}, ahead = {0};
+    /* when every held lease was last extended (granted or heartbeat), at the
+     * latest: heartbeats keep their lease/3 rhythm across the jobs of a batch */
+    double last_hb = 0;
     while (!g_stop && (c.max_jobs == 0 || done < c.max_jobs)) {
-        if (next.rep) {
-            cur = next;
-            memset(&next, 0, sizeof(next));
+        if (ahead.rep) {
+            cur = ahead;
+            memset(&ahead, 0, sizeof(ahead));
         } else {
-            int got = get_job(&c, &req, &cur, &dev, classes, n_classes, &idle_backoff);
+            int got = get_jobs(&c, &req, batch_want(&c, per_job_s, done), &cur, &dev, classes, n_classes,
+                               &idle_backoff);
             if (got <= 0) {
                 if (got < 0) sleep_ms(c.poll_ms);
                 continue;
             }
+            last_hb = kf_util_now_s();
         }
-        const Kfarm__Job *job = cur.job;
-        logmsg("job %llu: candidate %llu of task %s (token %llu)", (unsigned long long)job->job_id,
-               (unsigned long long)job->candidate_id, job->task_name, (unsigned long long)job->fencing_token);
-        hb_state hb = {&c, {&cur, &next}, 1, (job->lease_ms ? job->lease_ms : 30000) / 3000.0, kf_util_now_s()};
-        /* Lease the next job ahead and compile it while this one evaluates. */
-        if (c.prefetch && !g_stop && (c.max_jobs == 0 || done + 1 < c.max_jobs) &&
-            get_job(&c, &req, &next, &dev, classes, n_classes, NULL) > 0) {
-            hb.n = 2;
-            start_precompile(&c, &next, dev.backend);
+        int base = done;
+        if (cur.n > 1)
+            logmsg("%d jobs leased together (jobs %llu..%llu): evaluated in turn, reported in one message",
+                   cur.n, (unsigned long long)cur.j[0].job->job_id, (unsigned long long)cur.j[cur.n - 1].job->job_id);
+        kf_eval_res res[KF_DAEMON_MAX_BATCH];
+        int evaluated[KF_DAEMON_MAX_BATCH] = {0};
+        memset(res, 0, sizeof(res));
+        for (int i = 0; i < cur.n && !g_stop; i++) {
+            held_job *j = &cur.j[i];
+            if (j->lost) continue; /* its lease went elsewhere while earlier jobs ran */
+            const Kfarm__Job *job = j->job;
+            logmsg("job %llu: candidate %llu of task %s (token %llu)", (unsigned long long)job->job_id,
+                   (unsigned long long)job->candidate_id, job->task_name, (unsigned long long)job->fencing_token);
+            hb_state hb = {&c, {0}, 0, (job->lease_ms ? job->lease_ms : 30000) / 3000.0, last_hb};
+            hb.jobs[hb.n++] = j;
+            for (int k = 0; k < cur.n; k++)
+                if (k != i) hb.jobs[hb.n++] = &cur.j[k];
+            /* compile ahead: the next jobs of this batch; on its last job,
+             * lease the next batch ahead and compile that */
+            if (c.prefetch) {
+                if (i == cur.n - 1 && !g_stop && (c.max_jobs == 0 || base + cur.n < c.max_jobs) &&
+                    get_jobs(&c, &req, batch_want(&c, per_job_s, base + cur.n), &ahead, &dev, classes,
+                             n_classes, NULL) > 0)
+                    for (int k = 0; k < ahead.n; k++) hb.jobs[hb.n++] = &ahead.j[k];
+                precompile_window(&c, &cur, i + 1, &ahead, dev.backend);
+            }
+            double t0 = kf_util_now_s();
+            run_job(&c, j, dev.backend, &res[i], &hb);
+            last_hb = hb.last_s;
+            double wall = kf_util_now_s() - t0;
+            per_job_s = per_job_s > 0 ? 0.7 * per_job_s + 0.3 * wall : wall;
+            evaluated[i] = 1;
+            done++;
+            if (!j->lost)
+                logmsg("job %llu: %s%s%s (speedup %.3f)", (unsigned long long)job->job_id,
+                       kf_verdict_name(res[i].verdict), res[i].detail[0] ? ": " : "", res[i].detail, res[i].speedup);
         }
-        kf_eval_res res;
-        run_job(&c, &cur, dev.backend, &res, &hb);
-        if (!cur.lost) {
-            logmsg("job %llu: %s%s%s (speedup %.3f)", (unsigned long long)job->job_id,
-                   kf_verdict_name(res.verdict), res.detail[0] ? ": " : "", res.detail, res.speedup);
-            /* ask for the next job in the same round trip when none is held ahead */
-            int more = !g_stop && !next.rep && (c.max_jobs == 0 || done + 1 < c.max_jobs);
-            send_result(&c, job, &res, more ? &gj : NULL, more ? &next : NULL);
+        /* the batch's results in one message; it asks for the next batch when
+         * none is held ahead */
+        const Kfarm__Job *rj[KF_DAEMON_MAX_BATCH];
+        kf_eval_res *rr[KF_DAEMON_MAX_BATCH];
+        int m = 0;
+        for (int i = 0; i < cur.n; i++)
+            if (evaluated[i] && !cur.j[i].lost) {
+                rj[m] = cur.j[i].job;
+                rr[m++] = &res[i];
+            }
+        int more = !g_stop && !ahead.rep && (c.max_jobs == 0 || done < c.max_jobs);
+        gj.has_max_jobs = 0;
+        if (more) {
+            int w = batch_want(&c, per_job_s, done);
+            gj.has_max_jobs = w > 1;
+            gj.max_jobs = (uint32_t)(w > 1 ? w : 0);
         }
-        kf_eval_res_free(&res);
-        kfarm__reply__free_unpacked(cur.rep, NULL);
-        memset(&cur, 0, sizeof(cur));
-        if (next.rep && next.lost) { /* its lease went elsewhere while we were busy */
-            wait_precompile(&next, &hb);
-            kfarm__reply__free_unpacked(next.rep, NULL);
-            memset(&next, 0, sizeof(next));
+        send_results(&c, rj, rr, m, more ? &gj : NULL, more ? &ahead : NULL);
+        if (more && ahead.rep) last_hb = kf_util_now_s(); /* granted now; nothing else held */
+        for (int i = 0; i < cur.n; i++) {
+            kf_eval_res_free(&res[i]);
+            if (cur.j[i].precompile) { /* not evaluated (stopping, or lost): reap its compile */
+                hb_state none = {&c, {0}, 0, 1e9, 0};
+                wait_precompile(&cur.j[i], &none);
+            }
         }
-        done++;
+        batch_free(&cur);
+        /* leases ahead that went elsewhere while this batch ran are skipped
+         * when their turn comes (held_job.lost) */
     }
-    if (next.rep) {
-        /* stopping with a job leased ahead: its lease expires and it is re-queued */
-        hb_state hb = {&c, {&next}, 0, 1e9, 0};
-        wait_precompile(&next, &hb);
-        logmsg("job %llu: leased ahead but not evaluated (stopping); its lease will expire",
-               (unsigned long long)next.job->job_id);
-        kfarm__reply__free_unpacked(next.rep, NULL);
+    if (ahead.rep) {
+        /* stopping with jobs leased ahead: their leases expire and they are re-queued */
+        hb_state none = {&c, {0}, 0, 1e9, 0};
+        for (int k = 0; k < ahead.n; k++) {
+            if (ahead.j[k].precompile) wait_precompile(&ahead.j[k], &none);
+            logmsg("job %llu: leased ahead but not evaluated (stopping); its lease will expire",
+                   (unsigned long long)ahead.j[k].job->job_id);
+        }
+        batch_free(&ahead);
     }
     kf_eval_reap(&c.pending_judge);
     kf_judge_srv_free(c.judge_srv);
