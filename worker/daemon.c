@@ -18,9 +18,9 @@
  * are evaluated one after the other and their results go in one Result
  * message (Result.more, one group commit), so a fleet of fast evaluations
  * costs the coordinator one message per batch instead of one per job. With
- * --batch auto (the default on GPUs) a batch holds ~KF_DAEMON_BATCH_S of
- * evaluation at the measured per-job wall: one job until one has been timed,
- * one per lease where evaluations take seconds.
+ * --batch auto (the default on GPUs) a batch holds ~KF_DAEMON_BATCH_S (4 s)
+ * of evaluation at the measured per-job wall: one job until one has been
+ * timed, one per lease where evaluations take 4 s or more.
  *
  * Compile-ahead (--prefetch, the default on GPUs): while a job evaluates,
  * the next jobs of its batch build into the compile cache in children at
@@ -95,7 +95,7 @@ typedef struct {
 } daemon_cfg;
 
 #define KF_DAEMON_MAX_BATCH 16 /* leases asked for in one GetJob at most (--batch) */
-#define KF_DAEMON_BATCH_S 2.0  /* --batch auto: a batch holds about this much evaluation */
+#define KF_DAEMON_BATCH_S 4.0  /* --batch auto: a batch holds about this much evaluation */
 
 /* A job this worker holds a lease on. */
 typedef struct {
@@ -660,11 +660,16 @@ static int get_jobs(daemon_cfg *c, Kfarm__Request *req, int want, lease_batch *o
 /* Jobs to ask for in one GetJob: --batch N, or with --batch auto as many as
  * fill about KF_DAEMON_BATCH_S of evaluation at the measured per-job wall
  * (one until a job has been timed), at most KF_DAEMON_MAX_BATCH and the
- * jobs left under --max-jobs. Several jobs per lease cut the coordinator's
- * messages and database work per job (docs/benchmarks.md, issue 13: a fleet
- * of 1,000 simulated GPUs at ~1 s per job got 743 jobs/s one job per lease,
- * 980 with leases of 4 reported together); holding results for ~2 s delays
- * them that much, and a worker that dies loses that much work to re-leases. */
+ * jobs left under --max-jobs. Why 4 s: a fleet then sends each coordinator
+ * at most one result message per worker every ~4 s (250/s for 1,000
+ * workers), well under what one coordinator serves on 2 cores (~600/s).
+ * Measured (docs/benchmarks.md, 2026-12-05, 1,000 simulated workers, one
+ * coordinator, 2-core VM): jobs of ~1 s offer 1,000 jobs/s and got 743 one
+ * job per lease (result p99 0.77 s), 857 in batches of 2, 979 in batches of
+ * 4 (p99 0.07-0.13 s); jobs of ~0.5 s offer 2,000/s and got 587 one per
+ * lease, 1,947 in batches of 8. The price: results held up to ~4 s, a
+ * worker that dies loses up to ~4 s of work to re-leases, and a round of
+ * few jobs can go to fewer workers than would take it. */
 static int batch_want(const daemon_cfg *c, double per_job_s, int done)
 {
     int w = c->batch > 0 ? c->batch : per_job_s > 0 ? (int)(KF_DAEMON_BATCH_S / per_job_s) : 1;
@@ -712,7 +717,7 @@ static void usage(FILE *f)
             "  --prefetch          compile the next job while evaluating (default on GPUs)\n"
             "  --no-prefetch       one job at a time (default on the cpu backend)\n"
             "  --batch N|auto      jobs leased together, evaluated in turn and reported in one\n"
-            "                      message (1-16; auto: ~2 s of evaluation at the measured rate;\n"
+            "                      message (1-16; auto: ~4 s of evaluation at the measured rate;\n"
             "                      default auto on GPUs, 1 on the cpu backend)\n"
             "  --judge-per-eval    a new judge process per evaluation (default: one serving judge\n"
             "                      keeps the device context and the task's reference and\n"
