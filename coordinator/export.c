@@ -231,15 +231,7 @@ static const char INDEX_SQL[] =
     " FROM campaigns c JOIN tasks t ON t.id = c.task_id"
     " LEFT JOIN LATERAL (SELECT count(*) n, min(id) first_id, max(id) last_id FROM candidates k"
     "   WHERE k.campaign_id = c.id) kk ON true"
-    " LEFT JOIN LATERAL (SELECT json_object_agg(state, n ORDER BY state) jobs FROM (SELECT state, count(*) n"
-    "   FROM {JOBS} jobs WHERE campaign_id = c.id GROUP BY state) s) jb ON true"
-    /* final verdicts and every attempt by verdict, in one pass (by
-     * candidate: a smaller join than by job) */
-    " LEFT JOIN LATERAL (SELECT json_object_agg(verdict, nf ORDER BY verdict) FILTER (WHERE nf > 0) verdicts,"
-    "   json_object_agg(verdict, n ORDER BY verdict) FILTER (WHERE n > 0) attempts FROM (SELECT verdict,"
-    "   sum(nf) nf, sum(n) n FROM (SELECT e.verdict, count(*) FILTER (WHERE e.is_final) nf, count(*) n"
-    "   FROM evaluations e JOIN candidates k ON k.id = e.candidate_id WHERE k.campaign_id = c.id"
-    "   GROUP BY e.verdict {VERIFY}) y GROUP BY verdict) x) v ON true"
+    " {COUNTS}"
     /* the best per target: from the top of the ok results by speedup
      * (evaluations_ok_speedup), or, with no speedup above 0, from all */
     " LEFT JOIN LATERAL (SELECT json_agg(b ORDER BY b.target) best FROM (SELECT z.tg target, x.*"
@@ -252,6 +244,37 @@ static const char INDEX_SQL[] =
     "     AND e.is_final AND e.verdict = 'ok' AND e.speedup IS NOT NULL ORDER BY e.speedup DESC, e.candidate_id"
     "     LIMIT 1)) u LIMIT 1) x) b) bb ON true"
     " ORDER BY c.id DESC";
+
+/* INDEX_SQL's {COUNTS}: a campaign's jobs by state and its evaluation
+ * jobs' results by verdict (final ones and every attempt), where the
+ * schema has campaign_counts (schema/006_counts.sql): queued and leased jobs
+ * from their indexes, done jobs and verdicts summed from the counts (a job
+ * is done exactly when it has its final evaluation), so the list does not
+ * read the campaign's history (1,000,000 evaluations: 3.1 s of a 12-14 s
+ * export, docs/benchmarks.md 2026-12-05). */
+static const char INDEX_COUNTS_SQL[] =
+    "LEFT JOIN LATERAL (SELECT json_object_agg(state, n ORDER BY state) jobs FROM ("
+    "   SELECT 'queued' state, (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id AND j.state = 'queued'"
+    "     AND j.purpose <> 'verify') n"
+    "   UNION ALL SELECT 'leased', (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id"
+    "     AND j.state = 'leased' AND j.purpose = 'eval')"
+    "   UNION ALL SELECT 'done', (SELECT COALESCE(sum(n), 0) FROM campaign_counts k WHERE k.campaign_id = c.id"
+    "     AND k.what = 'evaluation' AND k.purpose = 'eval' AND k.is_final)) s WHERE n > 0) jb ON true"
+    " LEFT JOIN LATERAL (SELECT json_object_agg(verdict, nf ORDER BY verdict) FILTER (WHERE nf > 0) verdicts,"
+    "   json_object_agg(verdict, n ORDER BY verdict) FILTER (WHERE n > 0) attempts FROM (SELECT verdict,"
+    "   sum(n) FILTER (WHERE is_final) nf, sum(n) n FROM campaign_counts k WHERE k.campaign_id = c.id"
+    "   AND k.what = 'evaluation' AND k.purpose = 'eval' GROUP BY verdict) x) v ON true";
+/* The same from the rows themselves, for a database without campaign_counts. */
+static const char INDEX_COUNTS_ROWS_SQL[] =
+    "LEFT JOIN LATERAL (SELECT json_object_agg(state, n ORDER BY state) jobs FROM (SELECT state, count(*) n"
+    "   FROM {JOBS} jobs WHERE campaign_id = c.id GROUP BY state) s) jb ON true"
+    /* final verdicts and every attempt by verdict, in one pass (by
+     * candidate: a smaller join than by job) */
+    " LEFT JOIN LATERAL (SELECT json_object_agg(verdict, nf ORDER BY verdict) FILTER (WHERE nf > 0) verdicts,"
+    "   json_object_agg(verdict, n ORDER BY verdict) FILTER (WHERE n > 0) attempts FROM (SELECT verdict,"
+    "   sum(nf) nf, sum(n) n FROM (SELECT e.verdict, count(*) FILTER (WHERE e.is_final) nf, count(*) n"
+    "   FROM evaluations e JOIN candidates k ON k.id = e.candidate_id WHERE k.campaign_id = c.id"
+    "   GROUP BY e.verdict {VERIFY}) y GROUP BY verdict) x) v ON true";
 
 /* The fleet, with each worker's throughput and failures over its evaluations. */
 static const char WORKERS_SQL[] =
@@ -1582,7 +1605,19 @@ static int export_data(kf_db *db, const char *dir, const char *since, char **now
                                            " -count(*) FROM jobs j JOIN evaluations e ON e.job_id = j.id"
                                            " WHERE j.purpose = 'verify' AND j.campaign_id = c.id"
                                            " GROUP BY e.verdict" : "" };
-    isql = sql_subst(INDEX_SQL, names, values, 4);
+    /* the list's counts: from campaign_counts where the schema has it */
+    int has_counts = 0;
+    {
+        char e2[256];
+        PGresult *r = kf_db_exec(db, "SELECT to_regclass('campaign_counts') IS NOT NULL", 0, NULL, e2, sizeof(e2));
+        has_counts = has_purpose && r && PQntuples(r) == 1 && !strcmp(PQgetvalue(r, 0, 0), "t");
+        if (r) PQclear(r);
+    }
+    static const char *const cname[] = { "{COUNTS}" };
+    const char *cval[] = { has_counts ? INDEX_COUNTS_SQL : INDEX_COUNTS_ROWS_SQL };
+    char *isql0 = sql_subst(INDEX_SQL, cname, cval, 1);
+    isql = isql0 ? sql_subst(isql0, names, values, 4) : NULL;
+    free(isql0);
     int oom = !isql;
     for (int q = 0; q < KR_N; q++) { /* the confirmation states: job's, evaluation's */
         const char *conf = q == KR_JOBS ? job : q == KR_EVALS ? ev_e : NULL;

@@ -99,3 +99,4 @@ FROM jobs j JOIN candidates k ON k.id = j.candidate_id
                      * CASE WHEN j.target = 'cpu' THEN 1 ELSE 2 END AS sp) s
 WHERE j.campaign_id = (SELECT id FROM campaigns WHERE name = :'name') AND j.state = 'done';
 COMMIT;
+\ir ../recount.sql

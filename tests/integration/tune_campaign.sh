@@ -36,6 +36,19 @@ check "best writes the winning source with its defines" grep -q "#define" "$T_DI
 kf export --out "$T_DIR/site"
 check "export writes a static site" test -s "$T_DIR/site/index.html"
 check "export data names the campaign" grep -q '"name":"tc"' "$T_DIR/site/data/index.js"
+# the campaign list's counts (kept in campaign_counts by the coordinator)
+# are what the rows say
+cid=$(sql "SELECT id FROM campaigns WHERE name = 'tc'")
+check "the export's campaign list counts jobs, verdicts and attempts as the rows do" eq "$(python3 - "$T_DIR/site/data/index.js" <<'PY'
+import json, re, sys
+t = open(sys.argv[1]).read()
+d = json.loads(re.sub(r"\\(.)", lambda m: {"n": "\n", "r": "\r"}.get(m.group(1), m.group(1)), t[t.index("JSON.parse('") + 12:t.rindex("'))")]))
+c = [c for c in d["campaigns"] if c["name"] == "tc"][0]
+print(json.dumps([c["jobs"], c["verdicts"], c["attempts"]], sort_keys=True))
+PY
+)" "$(sql "SELECT json_build_array((SELECT json_object_agg(state, n) FROM (SELECT state, count(*) n FROM jobs WHERE campaign_id = $cid AND purpose = 'eval' GROUP BY state) s),
+  (SELECT json_object_agg(verdict, n) FROM (SELECT e.verdict, count(*) n FROM evaluations e JOIN jobs j ON j.id = e.job_id WHERE j.campaign_id = $cid AND j.purpose = 'eval' AND e.is_final GROUP BY 1) s),
+  (SELECT json_object_agg(verdict, n) FROM (SELECT e.verdict, count(*) n FROM evaluations e JOIN jobs j ON j.id = e.job_id WHERE j.campaign_id = $cid AND j.purpose = 'eval' GROUP BY 1) s))" | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin), sort_keys=True))')"
 
 check "a target class holding a ',' is refused (one class per --target)" \
   bash -c "! \"$KFARM_BIN/kfarm\" campaign create tc-comma --task \"$KFARM_SRC/tasks/softmax_f32\" --target cpu,sm_90 2>$T_DIR/err.txt && grep -q 'its own --target' $T_DIR/err.txt"
