@@ -23,7 +23,7 @@ t_cleanup() {
   # anything still running with this test's scratch folder on its command line
   pkill -9 -f -- "$T_DIR/" 2>/dev/null || true
   { wait; } 2>/dev/null || true
-  if [ "$T_FAIL" -eq 0 ] && [ "$rc" -eq 0 ]; then rm -rf "$T_DIR"; else echo "logs kept in $T_DIR" >&2; fi
+  if [ "$T_FAIL" -eq 0 ] && [ "$rc" -eq 0 ] && [ -z "${T_KEEP:-}" ]; then rm -rf "$T_DIR"; else echo "logs kept in $T_DIR" >&2; fi
 }
 trap t_cleanup EXIT
 
