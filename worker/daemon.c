@@ -680,11 +680,13 @@ static int batch_want(const daemon_cfg *c, double per_job_s, int done)
 }
 
 /* Compile ahead, at most c->compile_jobs children at once: the jobs of b
- * from index from on, then those of the batch leased ahead. */
+ * from index from on, then those of the batch leased ahead (the job before
+ * `from` is about to be evaluated: its child, if any, is reaped then and
+ * does not count). */
 static void precompile_window(daemon_cfg *c, lease_batch *b, int from, lease_batch *next, const char *backend)
 {
     int running = 0;
-    for (int k = 0; k < b->n; k++) running += b->j[k].precompile > 0;
+    for (int k = from; k < b->n; k++) running += b->j[k].precompile > 0;
     for (int k = 0; k < next->n; k++) running += next->j[k].precompile > 0;
     for (int k = from; k < b->n && running < c->compile_jobs; k++)
         if (!b->j[k].compiled_ahead && !b->j[k].lost) {
