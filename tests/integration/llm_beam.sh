@@ -34,9 +34,11 @@ sys.exit(0 if t[3] - t[0] < 1.0 else 1)"
 check "round 1 answered concurrently" eq "$(sql "SELECT extract(epoch FROM max(p.answered_at) - min(p.created_at)) < 2.5 $P AND p.round = 1")" t
 check "round 2: 2 parents x 2 children" eq \
   "$(sql "SELECT string_agg(n::text, ',') FROM (SELECT count(*) n $P AND p.round = 2 GROUP BY p.parent_id) s")" "2,2"
-check "round 2 parents are the two best distinct sources of round 1" eq \
+# a disputed result is never a parent (verify.h): on a busy runner two
+# workers timed one kernel 9.5x and 2.7x
+check "round 2 parents are the two best distinct sources of round 1, none disputed" eq \
   "$(sql "SELECT string_agg(id::text, ',' ORDER BY id) FROM (SELECT DISTINCT p.parent_id AS id $P AND p.round = 2) s")" \
-  "$(sql "SELECT string_agg(id::text, ',' ORDER BY id) FROM (SELECT id FROM (SELECT DISTINCT ON (k.norm_sha256) k.id, e.speedup FROM candidates k JOIN evaluations e ON e.candidate_id = k.id AND e.is_final JOIN jobs j ON j.id = e.job_id AND j.purpose = 'eval' JOIN campaigns c ON c.id = k.campaign_id WHERE c.name = 'bm' AND e.verdict = 'ok' AND e.created_at < (SELECT min(q.created_at) FROM proposals q WHERE q.campaign_id = c.id AND q.round = 2) ORDER BY k.norm_sha256, e.speedup DESC) b ORDER BY speedup DESC LIMIT 2) t")"
+  "$(sql "SELECT string_agg(id::text, ',' ORDER BY id) FROM (SELECT id FROM (SELECT DISTINCT ON (k.norm_sha256) k.id, e.speedup FROM candidates k JOIN evaluations e ON e.candidate_id = k.id AND e.is_final JOIN jobs j ON j.id = e.job_id AND j.purpose = 'eval' JOIN campaigns c ON c.id = k.campaign_id WHERE c.name = 'bm' AND e.verdict = 'ok' AND e.created_at < (SELECT min(q.created_at) FROM proposals q WHERE q.campaign_id = c.id AND q.round = 2) AND NOT (e.confirmation = 'disputed' AND e.confirmed_at < (SELECT min(q.created_at) FROM proposals q WHERE q.campaign_id = c.id AND q.round = 2)) ORDER BY k.norm_sha256, e.speedup DESC) b ORDER BY speedup DESC LIMIT 2) t")"
 check "every prompt and reply stored" eq "$(sql "SELECT count(*) $P AND p.prompt <> '' AND p.reply <> '' AND p.prompt_tokens > 0")" 8
 check "failed proposals name their reason" eq \
   "$(sql "SELECT string_agg(DISTINCT split_part(p.reason, ' (', 1), '|' ORDER BY split_part(p.reason, ' (', 1)) $P AND p.state = 'failed'")" \
