@@ -221,6 +221,13 @@ kf_queue_status kf_queue_lease_floors(kf_db *db, const kf_queue_config *cfg, kf_
      * lease. Rows picked beyond max are locked for this statement only. */
     int bucket = 1;
     while (bucket < max) bucket *= 2;
+    /* Several jobs: the worker takes at most half of the jobs it can see
+     * (at least one), so that a short queue -- the last jobs of a campaign,
+     * an LLM round of four candidates -- is shared by the idle workers
+     * instead of going whole to the first that asks for a batch (a worker
+     * batching ~4 s of evaluation would hold the round while another GPU
+     * waits). Twice the rows are read for it; a deep queue is unaffected. */
+    int seen = max > 1 ? 2 * bucket : 1;
     char mx[24];
     i64s(mx, max);
     p[4] = mx;
@@ -232,7 +239,7 @@ kf_queue_status kf_queue_lease_floors(kf_db *db, const kf_queue_config *cfg, kf_
      * FOR UPDATE SKIP LOCKED (a locking clause may not sit on a UNION). */
     char *sql = NULL;
     if (asprintf(&sql,
-        "WITH pick AS (SELECT x.id, row_number() OVER () AS rn FROM"
+        "WITH pick AS (SELECT x.id, row_number() OVER () AS rn, count(*) OVER () AS seen FROM"
         "  (SELECT c.id AS cid, COALESCE(f.floor, 0) AS floor FROM campaigns c"
         "   LEFT JOIN unnest($6::bigint[], $7::bigint[]) AS f(cid, floor) ON f.cid = c.id"
         "   WHERE c.state = 'running'"
@@ -253,9 +260,9 @@ kf_queue_status kf_queue_lease_floors(kf_db *db, const kf_queue_config *cfg, kf_
         "  lease_token = decode(($4::text[])[pick.rn], 'hex'), acked = false,"
         "  attempts = attempts + 1, worker_id = $1, leased_at = now(),"
         "  lease_deadline = now() + $3::bigint * interval '1 millisecond' "
-        "FROM pick WHERE jobs.id = pick.id AND pick.rn <= $5::int "
+        "FROM pick WHERE jobs.id = pick.id AND pick.rn <= LEAST($5::int, GREATEST(1, (pick.seen + 1) / 2)) "
         "RETURNING jobs.id, fencing_token, candidate_id, campaign_id, COALESCE(seed, jobs.id),"
-        "  attempts, target, purpose = 'verify', lease_token", bucket, bucket, bucket, bucket) < 0) {
+        "  attempts, target, purpose = 'verify', lease_token", seen, seen, seen, seen) < 0) {
         free(use);
         snprintf(err, errlen, "out of memory");
         return KF_Q_ERROR;
