@@ -667,9 +667,9 @@ static int get_jobs(daemon_cfg *c, Kfarm__Request *req, int want, lease_batch *o
  * coordinator, 2-core VM): jobs of ~1 s offer 1,000 jobs/s and got 743 one
  * job per lease (result p99 0.77 s), 857 in batches of 2, 979 in batches of
  * 4 (p99 0.07-0.13 s); jobs of ~0.5 s offer 2,000/s and got 587 one per
- * lease, 1,947 in batches of 8. The price: results held up to ~4 s, a
- * worker that dies loses up to ~4 s of work to re-leases, and a round of
- * few jobs can go to fewer workers than would take it. */
+ * lease, 1,947 in batches of 8. The price: results held up to ~4 s, and a
+ * worker that dies loses up to ~4 s of work to re-leases. (A short queue is
+ * not taken whole: the coordinator grants at most half of what it sees.) */
 static int batch_want(const daemon_cfg *c, double per_job_s, int done)
 {
     int w = c->batch > 0 ? c->batch : per_job_s > 0 ? (int)(KF_DAEMON_BATCH_S / per_job_s) : 1;
