@@ -861,28 +861,6 @@ static Kfarm__Status result_outcome(const Kfarm__Result *m, const kf_result *r, 
     }
 }
 
-/* The fields of a Result.more entry as a Result (no more, no next). */
-static void item_as_result(const Kfarm__ResultItem *x, Kfarm__Result *out)
-{
-    Kfarm__Result init = KFARM__RESULT__INIT;
-    *out = init;
-    out->worker_id = x->worker_id;
-    out->job_id = x->job_id;
-    out->fencing_token = x->fencing_token;
-    out->verdict = x->verdict;
-    out->detail = x->detail;
-    out->metrics_json = x->metrics_json;
-    out->compile_log = x->compile_log;
-    out->has_candidate_us = x->has_candidate_us;
-    out->candidate_us = x->candidate_us;
-    out->has_baseline_us = x->has_baseline_us;
-    out->baseline_us = x->baseline_us;
-    out->has_speedup = x->has_speedup;
-    out->speedup = x->speedup;
-    out->has_lease_token = x->has_lease_token;
-    out->lease_token = x->lease_token;
-}
-
 /* Store result m, and the results of m->more with it (one group commit),
  * each checked as if sent alone; rep->status is m's, rep->more_status
  * each of m->more's. */
@@ -911,7 +889,7 @@ static void on_result(kf_server *s, const Kfarm__Result *m, Kfarm__Reply *rep, c
         set_detail(rep, dbuf, dcap, "out of memory");
         return;
     }
-    for (size_t i = 1; i < n; i++) item_as_result(m->more[i - 1], &mr[i]);
+    for (size_t i = 1; i < n; i++) kf_wire_item_as_result(m->more[i - 1], &mr[i]);
     for (size_t i = 0; i < n; i++) {
         const Kfarm__Result *x = i ? &mr[i] : m;
         /* an entry for another worker, or with an out-of-range id, is

@@ -27,6 +27,27 @@ int64_t kf_wire_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+void kf_wire_item_as_result(const Kfarm__ResultItem *x, Kfarm__Result *out)
+{
+    Kfarm__Result init = KFARM__RESULT__INIT;
+    *out = init;
+    out->worker_id = x->worker_id;
+    out->job_id = x->job_id;
+    out->fencing_token = x->fencing_token;
+    out->verdict = x->verdict;
+    out->detail = x->detail;
+    out->metrics_json = x->metrics_json;
+    out->compile_log = x->compile_log;
+    out->has_candidate_us = x->has_candidate_us;
+    out->candidate_us = x->candidate_us;
+    out->has_baseline_us = x->has_baseline_us;
+    out->baseline_us = x->baseline_us;
+    out->has_speedup = x->has_speedup;
+    out->speedup = x->speedup;
+    out->has_lease_token = x->has_lease_token;
+    out->lease_token = x->lease_token;
+}
+
 void kf_wire_hex(const uint8_t *b, size_t n, char *out)
 {
     static const char d[] = "0123456789abcdef";

@@ -174,6 +174,13 @@ int kf_wire_client_seal(kf_wire_client *c, const Kfarm__Request *req, uint8_t **
 /* Milliseconds since the epoch (CLOCK_REALTIME). */
 int64_t kf_wire_now_ms(void);
 
+/* The fields of a Result.more entry (ResultItem: Result's fields 1-11) as a
+ * Result of its own, with no more and no next; *out borrows x's strings and
+ * bytes. Used where a Result and its items are treated alike: the
+ * coordinator checks each item as if sent alone, a worker sends its first
+ * result of a batch as the Result itself. */
+void kf_wire_item_as_result(const Kfarm__ResultItem *x, Kfarm__Result *out);
+
 /* Lower-case hex of n bytes into out (2n+1). */
 void kf_wire_hex(const uint8_t *b, size_t n, char *out);
 /* Parse 2n hex digits into b. 0 or -1. */

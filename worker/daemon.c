@@ -529,7 +529,7 @@ static int send_results(daemon_cfg *c, const Kfarm__Job *const *jobs, kf_eval_re
 {
     if (m <= 0) return 0;
     Kfarm__ResultItem items[KF_DAEMON_MAX_BATCH], *ip[KF_DAEMON_MAX_BATCH];
-    Kfarm__Result r = KFARM__RESULT__INIT;
+    Kfarm__Result r;
     for (int k = 0; k < m; k++) {
         const Kfarm__Job *job = jobs[k];
         const kf_eval_res *x = res[k];
@@ -550,20 +550,8 @@ static int send_results(daemon_cfg *c, const Kfarm__Job *const *jobs, kf_eval_re
         it->speedup = x->speedup;
         ip[k] = it;
     }
-    /* the first as the Result itself (fields 1-11 are the item's) */
-    r.worker_id = items[0].worker_id;
-    r.job_id = items[0].job_id;
-    r.fencing_token = items[0].fencing_token;
-    r.has_lease_token = items[0].has_lease_token;
-    r.lease_token = items[0].lease_token;
-    r.verdict = items[0].verdict;
-    r.detail = items[0].detail;
-    r.metrics_json = items[0].metrics_json;
-    r.compile_log = items[0].compile_log;
-    r.has_candidate_us = r.has_baseline_us = r.has_speedup = 1;
-    r.candidate_us = items[0].candidate_us;
-    r.baseline_us = items[0].baseline_us;
-    r.speedup = items[0].speedup;
+    /* the first as the Result itself, the others as its more */
+    kf_wire_item_as_result(&items[0], &r);
     r.n_more = (size_t)(m - 1);
     r.more = m > 1 ? ip + 1 : NULL;
     if (ahead && gj) r.next = gj;
@@ -602,6 +590,13 @@ static int send_results(daemon_cfg *c, const Kfarm__Job *const *jobs, kf_eval_re
     }
 }
 
+/* GetJob asks for up to want leases (max_jobs; absent for one). */
+static void getjob_want(Kfarm__GetJob *gj, int want)
+{
+    gj->has_max_jobs = want > 1;
+    gj->max_jobs = (uint32_t)(want > 1 ? want : 0);
+}
+
 /* Ask for up to `want` jobs (GetJob.max_jobs). Returns 1 with *out holding
  * the leases granted, 0 when there is none now or the coordinator is away
  * (with backoff != NULL: after sleeping), -1 after a refusal. backoff NULL =
@@ -609,8 +604,7 @@ static int send_results(daemon_cfg *c, const Kfarm__Job *const *jobs, kf_eval_re
 static int get_jobs(daemon_cfg *c, Kfarm__Request *req, int want, lease_batch *out, kf_device *dev,
                     char classes[][128], int n_classes, int *backoff)
 {
-    req->get_job->has_max_jobs = want > 1;
-    req->get_job->max_jobs = (uint32_t)(want > 1 ? want : 0);
+    getjob_want(req->get_job, want);
     Kfarm__Reply *rep;
     if (call(c, req, &rep) < 0) {
         if (backoff) {
@@ -1011,12 +1005,7 @@ int kf_daemon_main(int argc, char **argv)
                 rr[m++] = &res[i];
             }
         int more = !g_stop && !ahead.rep && (c.max_jobs == 0 || done < c.max_jobs);
-        gj.has_max_jobs = 0;
-        if (more) {
-            int w = batch_want(&c, per_job_s, done);
-            gj.has_max_jobs = w > 1;
-            gj.max_jobs = (uint32_t)(w > 1 ? w : 0);
-        }
+        if (more) getjob_want(&gj, batch_want(&c, per_job_s, done));
         send_results(&c, rj, rr, m, more ? &gj : NULL, more ? &ahead : NULL);
         if (more && ahead.rep) last_hb = kf_util_now_s(); /* granted now; nothing else held */
         for (int i = 0; i < cur.n; i++) {
