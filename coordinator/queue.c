@@ -226,8 +226,22 @@ kf_queue_status kf_queue_lease_floors(kf_db *db, const kf_queue_config *cfg, kf_
      * an LLM round of four candidates -- is shared by the idle workers
      * instead of going whole to the first that asks for a batch (a worker
      * batching ~4 s of evaluation would hold the round while another GPU
-     * waits). Twice the rows are read for it; a deep queue is unaffected. */
-    int seen = max > 1 ? 2 * bucket : 1;
+     * waits). The statement locks up to `bucket` jobs and counts, without
+     * locking, up to as many queued after the last of them in its campaign
+     * (depth): a deep queue gives all it locked, and jobs are locked and
+     * left behind only in a short one. (Locking twice the rows instead left
+     * half of every lease's locked jobs to be stepped over by the leases
+     * running beside it.) */
+    char depth[640];
+    if (max > 1)
+        snprintf(depth, sizeof(depth),
+                 ", depth AS (SELECT (SELECT count(*) FROM pick) + (SELECT count(*) FROM"
+                 "  (SELECT 1 FROM jobs q WHERE q.state = 'queued' AND q.purpose <> 'verify'"
+                 "     AND q.campaign_id = (SELECT p.cid FROM pick p ORDER BY p.id DESC LIMIT 1)"
+                 "     AND q.id > (SELECT max(p.id) FROM pick p) ORDER BY q.id LIMIT %d) a) AS n) ",
+                 bucket);
+    else
+        snprintf(depth, sizeof(depth), ", depth AS (SELECT 1 AS n) ");
     char mx[24];
     i64s(mx, max);
     p[4] = mx;
@@ -239,7 +253,7 @@ kf_queue_status kf_queue_lease_floors(kf_db *db, const kf_queue_config *cfg, kf_
      * FOR UPDATE SKIP LOCKED (a locking clause may not sit on a UNION). */
     char *sql = NULL;
     if (asprintf(&sql,
-        "WITH pick AS (SELECT x.id, row_number() OVER () AS rn, count(*) OVER () AS seen FROM"
+        "WITH pick AS (SELECT x.id, x.cid, row_number() OVER () AS rn FROM"
         "  (SELECT c.id AS cid, COALESCE(f.floor, 0) AS floor FROM campaigns c"
         "   LEFT JOIN unnest($6::bigint[], $7::bigint[]) AS f(cid, floor) ON f.cid = c.id"
         "   WHERE c.state = 'running'"
@@ -247,22 +261,22 @@ kf_queue_status kf_queue_lease_floors(kf_db *db, const kf_queue_config *cfg, kf_
         "            THEN (SELECT count(*) FROM jobs l WHERE l.campaign_id = c.id"
         "                  AND l.state = 'leased') / c.share END, c.id) k"
         "  CROSS JOIN LATERAL"
-        "  (SELECT v.id FROM (SELECT j.id FROM jobs j WHERE j.campaign_id = k.cid AND j.state = 'queued'"
+        "  (SELECT v.id, k.cid FROM (SELECT j.id FROM jobs j WHERE j.campaign_id = k.cid AND j.state = 'queued'"
         "     AND j.purpose = 'verify' AND " KF_QUEUE_TAKEABLE
         "     ORDER BY j.id LIMIT %d FOR UPDATE OF j SKIP LOCKED) v"
         "   UNION ALL"
-        "   SELECT e.id FROM (SELECT j.id FROM jobs j WHERE j.campaign_id = k.cid AND j.state = 'queued'"
+        "   SELECT e.id, k.cid FROM (SELECT j.id FROM jobs j WHERE j.campaign_id = k.cid AND j.state = 'queued'"
         "     AND j.purpose <> 'verify' AND j.id >= k.floor AND " KF_QUEUE_TAKEABLE
         "     ORDER BY j.id LIMIT %d FOR UPDATE OF j SKIP LOCKED) e"
         "   LIMIT %d) x"
-        "  LIMIT %d) "
+        "  LIMIT %d)%s"
         "UPDATE jobs SET state = 'leased', fencing_token = nextval('fencing_seq'),"
         "  lease_token = decode(($4::text[])[pick.rn], 'hex'), acked = false,"
         "  attempts = attempts + 1, worker_id = $1, leased_at = now(),"
         "  lease_deadline = now() + $3::bigint * interval '1 millisecond' "
-        "FROM pick WHERE jobs.id = pick.id AND pick.rn <= LEAST($5::int, GREATEST(1, (pick.seen + 1) / 2)) "
+        "FROM pick, depth WHERE jobs.id = pick.id AND pick.rn <= LEAST($5::int, GREATEST(1, (depth.n + 1) / 2)) "
         "RETURNING jobs.id, fencing_token, candidate_id, campaign_id, COALESCE(seed, jobs.id),"
-        "  attempts, target, purpose = 'verify', lease_token", seen, seen, seen, seen) < 0) {
+        "  attempts, target, purpose = 'verify', lease_token", bucket, bucket, bucket, bucket, depth) < 0) {
         free(use);
         snprintf(err, errlen, "out of memory");
         return KF_Q_ERROR;

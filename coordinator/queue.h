@@ -119,9 +119,10 @@ void kf_queue_floors_init(kf_queue_floors *fl);
  * leases one, in one statement: out[0..*got) receive them (verification
  * jobs first, then oldest first), each with its own fencing token and
  * random lease token. With max > 1 the worker gets at most half of the
- * jobs the statement sees (it reads up to twice max, rounded up to a power
- * of two), at least one: a short queue is shared by the workers that ask,
- * not taken whole by the first. Returns KF_Q_OK (*got >= 1), KF_Q_NO_JOB or
+ * queued jobs the statement sees (the ones it locks, up to max rounded up
+ * to a power of two, and as many again counted past them without locks),
+ * at least one: a short queue is shared by the workers that ask, not taken
+ * whole by the first. Returns KF_Q_OK (*got >= 1), KF_Q_NO_JOB or
  * KF_Q_ERROR with reason. */
 kf_queue_status kf_queue_lease_many(kf_db *db, const kf_queue_config *cfg, const char *worker_id,
                                     const char *const *classes, int n, int max, kf_lease *out,
