@@ -14,7 +14,7 @@
  *     DIR/data/c<ID>/r<N>.js                the campaign's tables (candidates,
  *                                           results, attempts) for candidates
  *                                           N*8192 .. N*8192+8191 by id
- *     DIR/data/c<ID>/b<N>.js                candidates N*32 .. N*32+31 by id:
+ *     DIR/data/c<ID>/b<N>.js                candidates N*128 .. N*128+127 by id:
  *                                           source, logs, metrics, prompt
  *     DIR/data/c<ID>/p<N>.js                proposals N*32 .. N*32+31 that made
  *                                           no candidate: prompt, reply, why

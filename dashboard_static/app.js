@@ -6,7 +6,7 @@
  * summaries, the fleet), data/c<ID>.js (one campaign: settings, counts,
  * bests, proposals, and the list of its chunks), data/c<ID>/r<N>.js (the
  * rows of candidates N*8192..N*8192+8191 and their results and attempts,
- * as arrays under columns), data/c<ID>/b<N>.js (candidates N*32..N*32+31 with their
+ * as arrays under columns), data/c<ID>/b<N>.js (candidates N*128..N*128+127 with their
  * sources, logs, metrics, prompts) and data/c<ID>/p<N>.js (proposals that
  * made no candidate, with their prompts and replies). load(KEY) inserts a <script> element and
  * resolves when the file has called kfarmData: this works from file://
@@ -36,7 +36,9 @@
  */
 (function () {
   "use strict";
-  var PAGE = 50, BUCKET = 32;
+  /* candidates per candidate file, proposals per proposal file: as
+   * coordinator/export.c writes them (KF_EXPORT_BUCKET, KF_EXPORT_PROP_BUCKET) */
+  var PAGE = 50, BUCKET = 128, PROP_BUCKET = 32;
   /* index.html?refresh=MS changes the refresh period over http (default 10 s) */
   var REFRESH_MS = Number(new URLSearchParams(location.search).get("refresh")) || 10000;
   var main = document.getElementById("main");
@@ -846,7 +848,7 @@
         if (!c) return [el("p", { "class": "error", text: "No campaign " + P[1] + "." })];
         if (P[2] === "p" && P.length >= 4) {
           var pid = Number(P[3]);
-          return load("c" + c.id + "/p" + Math.floor(pid / BUCKET), fresh).then(function (B) {
+          return load("c" + c.id + "/p" + Math.floor(pid / PROP_BUCKET), fresh).then(function (B) {
             return viewProposal(c, pid, B[pid]);
           }, function () { return viewProposal(c, pid, null); });
         }

@@ -17,7 +17,7 @@ cid=$(sql "SELECT id FROM campaigns WHERE name = 'inc'")
 S=$T_DIR/site/data
 for _ in $(seq 100); do [ -s "$S/index.js" ] && break; sleep 0.1; done
 check "the first export wrote the index, the campaign and its buckets" \
-  bash -c "[ -s '$S/index.js' ] && [ -s '$S/c$cid.js' ] && [ \$(ls '$S/c$cid' | grep -c '^b') -eq \$(( $(sql "SELECT count(DISTINCT id / 32) FROM candidates") )) ]"
+  bash -c "[ -s '$S/index.js' ] && [ -s '$S/c$cid.js' ] && [ \$(ls '$S/c$cid' | grep -c '^b') -eq \$(( $(sql "SELECT count(DISTINCT id / 128) FROM candidates") )) ]"
 sleep 1.5
 touch "$T_DIR/mark"; sleep 2.5
 check "with nothing new, only the index is rewritten" eq "$(cd "$S" && find . -type f -newer "$T_DIR/mark" | sort | tr '\n' ' ')" "./index.js "
@@ -30,16 +30,16 @@ sql "INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, fencing_
 # the index: wait for all of them (a loaded host took more than 1.5 s from
 # the first to the last), then for one more interval
 for _ in $(seq 300); do
-  grep -q INCREMENTAL-MARK "$S/c$cid/b$((k / 32)).js" 2>/dev/null &&
+  grep -q INCREMENTAL-MARK "$S/c$cid/b$((k / 128)).js" 2>/dev/null &&
     grep -q INCREMENTAL-MARK "$S/c$cid/r$((k / 8192)).js" 2>/dev/null &&
     [ "$S/index.js" -nt "$S/c$cid.js" ] && break
   sleep 0.1
 done
 sleep 1.5
 check "after a new evaluation, its campaign file, chunk and bucket are rewritten, no other chunk or bucket" eq \
-  "$(cd "$S" && find . -type f -newer "$T_DIR/mark" | sort | tr '\n' ' ')" "./c$cid.js ./c$cid/b$((k / 32)).js ./c$cid/r$((k / 8192)).js ./index.js "
+  "$(cd "$S" && find . -type f -newer "$T_DIR/mark" | sort | tr '\n' ' ')" "./c$cid.js ./c$cid/b$((k / 128)).js ./c$cid/r$((k / 8192)).js ./index.js "
 check "the rewritten files carry the new attempt" \
-  bash -c "grep -q INCREMENTAL-MARK '$S/c$cid/b$((k / 32)).js' && grep -q INCREMENTAL-MARK '$S/c$cid/r$((k / 8192)).js'"
+  bash -c "grep -q INCREMENTAL-MARK '$S/c$cid/b$((k / 128)).js' && grep -q INCREMENTAL-MARK '$S/c$cid/r$((k / 8192)).js'"
 # a result whose transaction began before an export's snapshot and
 # committed after it carries a time (its transaction's start) before that
 # export: the periodic export looks a minute further back (WORKERS_SQL in
@@ -53,9 +53,9 @@ INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, fencing_token
 SELECT pg_sleep(3);
 COMMIT;
 SQL
-for _ in $(seq 100); do grep -q STRADDLE-MARK "$S/c$cid/b$((k2 / 32)).js" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 100); do grep -q STRADDLE-MARK "$S/c$cid/b$((k2 / 128)).js" 2>/dev/null && break; sleep 0.1; done
 check "a result committed after an export that began during its transaction reaches a later export" \
-  grep -q STRADDLE-MARK "$S/c$cid/b$((k2 / 32)).js"
+  grep -q STRADDLE-MARK "$S/c$cid/b$((k2 / 128)).js"
 kill -TERM "$T_COORD"; wait "$T_COORD" 2>/dev/null || true
 kf export --out "$T_DIR/full" >/dev/null
 check "a full export writes the same campaign file" \
@@ -69,7 +69,7 @@ for f in glob.glob(f"{sys.argv[1]}/c{sys.argv[2]}/b*.js"):
     d = json.loads(re.sub(r"\\(.)", lambda m: {"n": "\n", "r": "\r"}.get(m.group(1), m.group(1)),
                           t[t.index("JSON.parse('") + 12:t.rindex("'))")]))
     n = int(re.search(r"/b(\d+)\.js$", f).group(1))
-    ids += [int(k) for k in d if int(k) // 32 == n and d[k]["id"] == int(k)]
+    ids += [int(k) for k in d if int(k) // 128 == n and d[k]["id"] == int(k)]
 print(len(ids), len(set(ids)))
 PY
 )" "$(sql "SELECT count(*) || ' ' || count(*) FROM candidates WHERE campaign_id = $cid")"
@@ -81,6 +81,15 @@ sql "INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, fencing_
 sleep 1.1; touch "$T_DIR/mark2"
 kf export --out "$T_DIR/full" --since "$since" >/dev/null
 check "kfarm export --since rewrites only the changed campaign file, chunk and bucket (and the static files)" eq \
-  "$(cd "$T_DIR/full/data" && find . -type f -newer "$T_DIR/mark2" | sort | tr '\n' ' ')" "./c$cid.js ./c$cid/b$(((k + 64) / 32)).js ./c$cid/r$(((k + 64) / 8192)).js ./index.js "
-check "the rewritten bucket carries the new attempt" grep -q CLI-SINCE-MARK "$T_DIR/full/data/c$cid/b$(((k + 64) / 32)).js"
+  "$(cd "$T_DIR/full/data" && find . -type f -newer "$T_DIR/mark2" | sort | tr '\n' ' ')" "./c$cid.js ./c$cid/b$(((k + 64) / 128)).js ./c$cid/r$(((k + 64) / 8192)).js ./index.js "
+check "the rewritten bucket carries the new attempt" grep -q CLI-SINCE-MARK "$T_DIR/full/data/c$cid/b$(((k + 64) / 128)).js"
+# a folder written with another layout (an older kfarm bucketed its
+# candidate files by 32): an incremental export writes the campaign whole
+rm "$T_DIR/full/data/c$cid/layout"
+rm "$T_DIR/full/data/c$cid/b$((k / 128)).js"
+sleep 1.1; touch "$T_DIR/mark3"
+kf export --out "$T_DIR/full" --since "$(sql "SELECT now()")" >/dev/null
+check "a folder of another layout is written whole by an incremental export" eq \
+  "$(cd "$T_DIR/full/data/c$cid" && find . -name 'b*.js' -newer "$T_DIR/mark3" | wc -l) $(cat "$T_DIR/full/data/c$cid/layout")" \
+  "$(sql "SELECT count(DISTINCT id / 128) FROM candidates WHERE campaign_id = $cid") bucket 128"
 finish

@@ -37,7 +37,7 @@ for n in C["chunks"]:  # the tables, in chunks of candidate ids
     res["target"] += r["target"]
     res["conf"] += r["conf"] or [None] * len(r["k"])
 conf = [res["conf"][i] for i, kk in enumerate(res["k"]) if kk == k and C["targets"][res["target"][i]] == "cpu"]
-K = data(f"c{c['id']}/b{k // 32}")[str(k)]
+K = data(f"c{c['id']}/b{k // 128}")[str(k)]
 ver = [r for r in K["results"] if r["purpose"] == "verify"]
 print(round(best["cpu"]["speedup"], 4), round(ibest["cpu"]["speedup"], 4), len(res["k"]), sum(C["jobs"].values()),
       conf, len(ver), ver[0]["evaluations"][0]["speedup"] if ver else None,

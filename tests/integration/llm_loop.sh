@@ -91,7 +91,7 @@ linked = [k for k in cands["proposal"] if k in set(ps["id"])]
 ks = [k for k, p in zip(cands["id"], cands["proposal"]) if p]
 ok = len(ks) > 0 and all("Row softmax" in d["proposal"]["prompt"] and d["proposal"]["reply"]
                          and d["proposal"]["prompt_tokens"] > 0
-                         for d in (data(f"c{c['id']}/b{k // 32}")[str(k)] for k in ks))
+                         for d in (data(f"c{c['id']}/b{k // 128}")[str(k)] for k in ks))
 print(len(ps["id"]), ok, len(cut), len(linked) > 0)
 PY
 )" "7 True 1 True"

@@ -57,7 +57,7 @@ for line in open(os.path.join(odir, "cands.txt"), encoding="utf-8"):
 got = {}
 for f in glob.glob(os.path.join(site, "data", "c%s" % cid, "b*.js")):
     for k, v in load_js(f).items():
-        if int(k) // 32 != int(re.search(r"b(\d+)\.js$", f).group(1)):
+        if int(k) // 128 != int(re.search(r"b(\d+)\.js$", f).group(1)):
             diffs.append("%s: candidate %s in the wrong bucket" % (f, k))
         got[k] = v
 if set(got) != set(oracle):
