@@ -49,6 +49,32 @@ int kf_export_site(kf_db *db, const char *dir, char *err, size_t errlen);
  * Returns 0, or -1 with reason. */
 int kf_export_site_since(kf_db *db, const char *dir, const char *since, char *err, size_t errlen);
 
+/* The noise the dashboard shows for one final result, from its metrics
+ * (JSON text): the largest candidate cv and the smallest and largest
+ * speedup over the timed shapes (metrics.timing.shapes[i].candidate.cv and
+ * .speedup, numbers or numeric strings), and whether metrics.timing.flags
+ * holds "noisy" (as jsonb's ? operator: an element, a key or the string
+ * itself). has_cv / has_lo: 0 when no shape gave one. */
+typedef struct {
+    int has_cv, has_lo;
+    double cv, lo, hi;
+    int noisy;
+} kf_export_noise;
+
+/* Fill *out from metrics[0..len). A scanner that reads only the members
+ * named above, as jsonb's text output writes them (200-1,000 bytes per
+ * result; a full parse of each was a fifth of a full export's CPU at
+ * 1,000,000 evaluations); on anything it does not expect (an escape in a
+ * key or in a string it compares, a non-ASCII byte, a number with an
+ * exponent or too many digits, nesting deeper than 512, a syntax error)
+ * it gives what kf_export_metrics_noise_parsed gives. Never fails;
+ * returns 1 when the scanner read it, 0 when the full parse did. */
+int kf_export_metrics_noise(const char *metrics, size_t len, kf_export_noise *out);
+
+/* The same by a full parse (jansson): the reference the scanner is tested
+ * against, and its fallback. Invalid JSON gives no noise. */
+void kf_export_metrics_noise_parsed(const char *metrics, size_t len, kf_export_noise *out);
+
 /* The coordinator's periodic export (--export-dir): a thread with its own
  * database connection re-exports the site every interval_s seconds and once
  * more when stopped, rewriting only the campaign, chunk and candidate files
