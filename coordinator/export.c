@@ -999,9 +999,7 @@ static int cmp_ev_ref(const void *a, const void *b)
 typedef struct {
     int job, fin;
     char *detail;          /* left(detail, 120) of the final evaluation */
-    int has_cv, has_lo;
-    double cv, lo, hi;
-    int noisy;             /* -1: no final evaluation */
+    kf_export_noise nz;    /* nz.noisy -1: no final evaluation */
 } chunk_res;
 
 /* ---- the noise of a result, from its metrics (kf_export_metrics_noise) ---- */
@@ -1391,19 +1389,6 @@ full:
     return 0;
 }
 
-/* The noise of a final evaluation's metrics into x (chunk_text). */
-static void metrics_noise(const char *text, size_t len, chunk_res *x)
-{
-    kf_export_noise n;
-    kf_export_metrics_noise(text, len, &n);
-    x->has_cv = n.has_cv;
-    x->has_lo = n.has_lo;
-    x->cv = n.cv;
-    x->lo = n.lo;
-    x->hi = n.hi;
-    x->noisy = n.noisy;
-}
-
 /* Column c of r at row as a double, from its text (the caller checks for NULL). */
 static double num_at(const PGresult *r, int row, int c)
 {
@@ -1443,7 +1428,7 @@ static char *chunk_text(const range_rows *rr, int64_t cid, int conf_from_eval)
         chunk_res *r = &x[nx++];
         r->job = a;
         r->fin = -1;
-        r->noisy = -1;
+        r->nz.noisy = -1;
         int ef, en = rows_of(rr, KR_EVALS, strtoll(PQgetvalue(j, a, 1), NULL, 10), &ef);
         for (int i = ef; i < ef + en; i++) {
             if (PQgetvalue(e, i, 6)[0] != 't') {
@@ -1451,8 +1436,9 @@ static char *chunk_text(const range_rows *rr, int64_t cid, int conf_from_eval)
                 continue;
             }
             r->fin = i;
-            r->noisy = 0;
-            if (!PQgetisnull(e, i, 14)) metrics_noise(PQgetvalue(e, i, 14), (size_t)PQgetlength(e, i, 14), r);
+            r->nz.noisy = 0;
+            if (!PQgetisnull(e, i, 14))
+                kf_export_metrics_noise(PQgetvalue(e, i, 14), (size_t)PQgetlength(e, i, 14), &r->nz);
             if (!PQgetisnull(e, i, 5)) {
                 oom |= !(r->detail = left120(PQgetvalue(e, i, 5)));
                 oom |= r->detail && names_add(&det, r->detail) < 0;
@@ -1540,15 +1526,15 @@ static char *chunk_text(const range_rows *rr, int64_t cid, int conf_from_eval)
                     else kf_strbuf_addn(&b, "null", 4);
                     break;
                 case 6:
-                    if (r->has_cv) add_round(&b, r->cv, 4);
+                    if (r->nz.has_cv) add_round(&b, r->nz.cv, 4);
                     else kf_strbuf_addn(&b, "null", 4);
                     break;
                 case 7: case 8:
-                    if (r->has_lo) add_round(&b, c == 7 ? r->lo : r->hi, 4);
+                    if (r->nz.has_lo) add_round(&b, c == 7 ? r->nz.lo : r->nz.hi, 4);
                     else kf_strbuf_addn(&b, "null", 4);
                     break;
                 case 9:
-                    if (r->noisy >= 0) kf_strbuf_printf(&b, "%d", r->noisy);
+                    if (r->nz.noisy >= 0) kf_strbuf_printf(&b, "%d", r->nz.noisy);
                     else kf_strbuf_addn(&b, "null", 4);
                     break;
                 case 10: json_value(&b, j, a, 4); break;
