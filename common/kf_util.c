@@ -136,20 +136,26 @@ double kf_util_now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-void kf_strbuf_addn(kf_strbuf *b, const char *s, size_t n)
+int kf_strbuf_reserve(kf_strbuf *b, size_t n)
 {
-    if (b->oom || !s) return;
+    if (b->oom) return -1;
     if (b->len + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 4096;
         while (cap < b->len + n + 1) cap *= 2;
         char *p = realloc(b->s, cap);
         if (!p) {
             b->oom = 1;
-            return;
+            return -1;
         }
         b->s = p;
         b->cap = cap;
     }
+    return 0;
+}
+
+void kf_strbuf_addn(kf_strbuf *b, const char *s, size_t n)
+{
+    if (b->oom || !s || kf_strbuf_reserve(b, n) < 0) return;
     memcpy(b->s + b->len, s, n);
     b->len += n;
     b->s[b->len] = 0;

@@ -46,6 +46,10 @@ typedef struct {
 void kf_strbuf_addn(kf_strbuf *b, const char *s, size_t n);
 /* Append the string s (NULL is ignored). */
 void kf_strbuf_add(kf_strbuf *b, const char *s);
+/* Make room for n more bytes and the NUL after them, so that a caller may
+ * write b->s[b->len .. b->len + n) directly and then set b->len. Returns 0,
+ * or -1 (oom set). */
+int kf_strbuf_reserve(kf_strbuf *b, size_t n);
 /* Append printf-style text; output longer than 2 KiB is cut there. */
 void kf_strbuf_printf(kf_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
