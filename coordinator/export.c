@@ -1014,6 +1014,20 @@ typedef struct {
 
 /* ---- the noise of a result, from its metrics (kf_export_metrics_noise) ---- */
 
+/* One shape's candidate cv, and one shape's speedup, into x (both readers). */
+static void noise_cv(kf_export_noise *x, double v)
+{
+    if (!x->has_cv || v > x->cv) x->cv = v;
+    x->has_cv = 1;
+}
+
+static void noise_speedup(kf_export_noise *x, double v)
+{
+    if (!x->has_lo || v < x->lo) x->lo = v;
+    if (!x->has_lo || v > x->hi) x->hi = v;
+    x->has_lo = 1;
+}
+
 void kf_export_metrics_noise_parsed(const char *text, size_t len, kf_export_noise *x)
 {
     memset(x, 0, sizeof(*x));
@@ -1024,15 +1038,10 @@ void kf_export_metrics_noise_parsed(const char *text, size_t len, kf_export_nois
     json_array_foreach(sh, i, s) {
         json_t *cv = json_object_get(json_object_get(s, "candidate"), "cv"), *sp = json_object_get(s, "speedup");
         if (json_is_number(cv) || json_is_string(cv)) {
-            double v = json_is_number(cv) ? json_number_value(cv) : strtod(json_string_value(cv), NULL);
-            if (!x->has_cv || v > x->cv) x->cv = v;
-            x->has_cv = 1;
+            noise_cv(x, json_is_number(cv) ? json_number_value(cv) : strtod(json_string_value(cv), NULL));
         }
         if (json_is_number(sp) || json_is_string(sp)) {
-            double v = json_is_number(sp) ? json_number_value(sp) : strtod(json_string_value(sp), NULL);
-            if (!x->has_lo || v < x->lo) x->lo = v;
-            if (!x->has_lo || v > x->hi) x->hi = v;
-            x->has_lo = 1;
+            noise_speedup(x, json_is_number(sp) ? json_number_value(sp) : strtod(json_string_value(sp), NULL));
         }
     }
     if (json_is_array(fl)) {
@@ -1357,17 +1366,10 @@ int kf_export_metrics_noise(const char *text, size_t len, kf_export_noise *x)
                 mscan c = { shp[0].a, shp[0].b, 0 };
                 ms_members(&c, can_k, 1, can, &obj);
                 if (c.bad) goto full;
-                if (ms_double(&c, can[0], &v)) {
-                    if (!x->has_cv || v > x->cv) x->cv = v;
-                    x->has_cv = 1;
-                }
+                if (ms_double(&c, can[0], &v)) noise_cv(x, v);
                 if (c.bad) goto full;
             }
-            if (ms_double(&e, shp[1], &v)) {
-                if (!x->has_lo || v < x->lo) x->lo = v;
-                if (!x->has_lo || v > x->hi) x->hi = v;
-                x->has_lo = 1;
-            }
+            if (ms_double(&e, shp[1], &v)) noise_speedup(x, v);
             if (e.bad) goto full;
         }
         if (a.bad) goto full;
