@@ -57,14 +57,15 @@ json_t *kf_bests(kf_db *db, int64_t campaign_id, char *err, size_t errlen)
     "  e.cv, e.candidate_us, e.baseline_us, e.worker_id, k.defines::text,"                        \
     "  COALESCE(e.confirmation, 'none'), e.confirmed_by_worker, e.confirmation = 'confirmed' AS conf "
 #define TIE_FROM                                                                                    \
-    "FROM evaluations e JOIN jobs j ON j.id = e.job_id JOIN candidates k ON k.id = e.candidate_id "   \
-    "WHERE e.is_final AND e.verdict = 'ok' AND e.speedup > 0 AND e.confirmation <> 'disputed'"       \
-    "  AND COALESCE(e.speedup_hi, e.speedup) >="                                                  \
+    "FROM evaluations e JOIN candidates k ON k.id = e.candidate_id "                                 \
+    "WHERE e.id IN (SELECT t.id FROM evaluations t"                                                  \
+    "  WHERE t.is_final AND t.verdict = 'ok' AND t.speedup > 0 AND t.confirmation <> 'disputed'"     \
+    "  AND COALESCE(t.speedup_hi, t.speedup) >="                                                  \
     "      (SELECT COALESCE(b.speedup_lo, b.speedup) FROM evaluations b WHERE b.id = $3::bigint)" \
-    "  AND COALESCE(e.speedup_lo, e.speedup) <="                                                  \
+    "  AND COALESCE(t.speedup_lo, t.speedup) <="                                                  \
     "      (SELECT COALESCE(b.speedup_hi, b.speedup) FROM evaluations b WHERE b.id = $3::bigint)" \
-    "  AND j.campaign_id = $1::bigint AND j.target = $2 AND j.purpose = 'eval'"                   \
-    "  AND e.candidate_id <> $4::bigint "
+    "  AND t.campaign_id = $1::bigint AND t.target = $2 AND t.purpose = 'eval'"                   \
+    "  AND t.candidate_id <> $4::bigint) "
 
 json_t *kf_bests_top(kf_db *db, int64_t campaign_id, int max_ties, char *err, size_t errlen)
 {
@@ -74,9 +75,10 @@ json_t *kf_bests_top(kf_db *db, int64_t campaign_id, int max_ties, char *err, si
     /* the best of each target: the fastest confirmed result, else the
      * fastest not disputed (a disputed result is never named); intervals
      * default to the point (results stored before noise was recorded).
-     * Each branch reads the top of an index (evaluations_ok_speedup, or
+     * Each branch reads the top of an index (evaluations_ok_target: the
+     * campaign's results on the target, schema/009_eval_target.sql; or
      * evaluations_confirming for the few confirmed), not the campaign's
-     * results: schema/006_counts.sql. */
+     * results. */
     PGresult *r = kf_db_exec(db,
         "SELECT t.t, b.cand, b.speedup, b.lo, b.hi, b.cv, b.candidate_us, b.baseline_us, b.worker_id,"
         "  k.defines::text, b.confirmation, b.confirmed_by_worker, b.eid "
@@ -85,18 +87,18 @@ json_t *kf_bests_top(kf_db *db, int64_t campaign_id, int max_ties, char *err, si
         "   (SELECT 0 AS pri, e.id AS eid, e.candidate_id AS cand, e.speedup,"
         "      COALESCE(e.speedup_lo, e.speedup) AS lo, COALESCE(e.speedup_hi, e.speedup) AS hi, e.cv,"
         "      e.candidate_us, e.baseline_us, e.worker_id, e.confirmation, e.confirmed_by_worker"
-        "    FROM evaluations e JOIN jobs j ON j.id = e.job_id"
+        "    FROM evaluations e"
         "    WHERE e.confirmation IN ('confirmed', 'pending') AND e.confirmation = 'confirmed'"
         "      AND e.is_final AND e.verdict = 'ok' AND e.speedup > 0"
-        "      AND j.campaign_id = c.id AND j.target = t.t AND j.purpose = 'eval'"
+        "      AND e.campaign_id = c.id AND e.target = t.t AND e.purpose = 'eval'"
         "    ORDER BY e.speedup DESC, e.candidate_id LIMIT 1)"
         "   UNION ALL"
         "   (SELECT 1, e.id, e.candidate_id, e.speedup,"
         "      COALESCE(e.speedup_lo, e.speedup), COALESCE(e.speedup_hi, e.speedup), e.cv,"
         "      e.candidate_us, e.baseline_us, e.worker_id, e.confirmation, e.confirmed_by_worker"
-        "    FROM evaluations e JOIN jobs j ON j.id = e.job_id"
+        "    FROM evaluations e"
         "    WHERE e.is_final AND e.verdict = 'ok' AND e.speedup > 0 AND e.confirmation <> 'disputed'"
-        "      AND j.campaign_id = c.id AND j.target = t.t AND j.purpose = 'eval'"
+        "      AND e.campaign_id = c.id AND e.target = t.t AND e.purpose = 'eval'"
         "    ORDER BY e.speedup DESC, e.candidate_id LIMIT 1)) x ORDER BY pri LIMIT 1) b ON true"
         " LEFT JOIN candidates k ON k.id = b.cand "
         "WHERE c.id = $1::bigint ORDER BY t.o", 1, p, err, errlen);
@@ -112,11 +114,12 @@ json_t *kf_bests_top(kf_db *db, int64_t campaign_id, int max_ties, char *err, si
         if (PQgetisnull(r, i, 1)) continue;
         /* its ties: the results whose interval overlaps the best's
          * (kf_noise_tie), in the order above (confirmed, fastest, id). All
-         * of them: from the top of evaluations_ok_hi down to the best's
+         * of them: the campaign's results on the target (an index-only
+         * scan of evaluations_ok_campaign) whose interval reaches the best's
          * lower end. At most max_ties: first count them up to max_ties + 1
          * over that same range; when there are more, the first max_ties are
          * the confirmed ones (evaluations_confirming), then the others from
-         * the top of evaluations_ok_speedup, each cut at max_ties + 1 (one
+         * the top of evaluations_ok_target, each cut at max_ties + 1 (one
          * more says there are more): a walk that ends soon because the ties
          * are many, where with few it could read every result below them */
         char lim[24];
@@ -194,15 +197,17 @@ json_t *kf_bests_top(kf_db *db, int64_t campaign_id, int max_ties, char *err, si
              * per target and candidate (jobs_one_eval), so a candidate is
              * ok on every target when it has that many of them. ln() only
              * of positive values (an interval's end may be missing).
-             * evaluations_ok_cover (schema 007) holds every column read
-             * here: an index-only scan, 2.97 -> 0.59 s at 1,000,000 */
-            "WITH g AS MATERIALIZED (SELECT j.candidate_id id,"
+             * evaluations_ok_campaign (schema 009) holds every column
+             * read here, for this campaign only: an index-only scan
+             * without a join */
+            "WITH g AS MATERIALIZED (SELECT e.candidate_id id,"
             "  exp(avg(ln(e.speedup))) sp, exp(avg(ln(" POS("COALESCE(e.speedup_lo, e.speedup)") "))) lo,"
             "  exp(avg(ln(" POS("COALESCE(e.speedup_hi, e.speedup)") "))) hi, max(e.cv) cv,"
             "  bool_and(e.confirmation = 'confirmed') conf "
-            " FROM evaluations e JOIN jobs j ON j.id = e.job_id AND j.purpose = 'eval' AND j.campaign_id = $1::bigint"
+            " FROM evaluations e"
             " WHERE e.is_final AND e.verdict = 'ok' AND e.speedup > 0 AND e.confirmation <> 'disputed'"
-            " GROUP BY j.candidate_id"
+            "  AND e.campaign_id = $1::bigint AND e.purpose = 'eval'"
+            " GROUP BY e.candidate_id"
             " HAVING count(*) = (SELECT cardinality(targets) FROM campaigns WHERE id = $1::bigint)),"
             /* the winner, then only the rows whose interval overlaps its
              * own (the ties, as kf_noise_tie below reads them: a missing end

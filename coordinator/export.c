@@ -247,16 +247,15 @@ static const char INDEX_SQL[] =
     " LEFT JOIN LATERAL (SELECT count(*) n, min(id) first_id, max(id) last_id FROM candidates k"
     "   WHERE k.campaign_id = c.id) kk ON true"
     " {COUNTS}"
-    /* the best per target: from the top of the ok results by speedup
-     * (evaluations_ok_speedup), or, with no speedup above 0, from all */
+    /* the best per target: from the top of the campaign's ok results on
+     * it by speedup (evaluations_ok_target, {BEST_FROM}), or, with no
+     * speedup above 0, from all */
     " LEFT JOIN LATERAL (SELECT json_agg(b ORDER BY b.target) best FROM (SELECT z.tg target, x.*"
     "   FROM (SELECT DISTINCT tg FROM unnest(c.targets) tg) z,"
     "   LATERAL (SELECT * FROM ((SELECT e.candidate_id, e.speedup, e.candidate_us, e.baseline_us, e.worker_id"
-    "     FROM evaluations e JOIN {JOBS} j ON j.id = e.job_id WHERE j.campaign_id = c.id AND j.target = z.tg"
-    "     AND e.is_final AND e.verdict = 'ok' AND e.speedup > 0 ORDER BY e.speedup DESC, e.candidate_id LIMIT 1)"
+    "     {BEST_FROM} AND e.is_final AND e.verdict = 'ok' AND e.speedup > 0 ORDER BY e.speedup DESC, e.candidate_id LIMIT 1)"
     "    UNION ALL (SELECT e.candidate_id, e.speedup, e.candidate_us, e.baseline_us, e.worker_id"
-    "     FROM evaluations e JOIN {JOBS} j ON j.id = e.job_id WHERE j.campaign_id = c.id AND j.target = z.tg"
-    "     AND e.is_final AND e.verdict = 'ok' AND e.speedup IS NOT NULL ORDER BY e.speedup DESC, e.candidate_id"
+    "     {BEST_FROM} AND e.is_final AND e.verdict = 'ok' AND e.speedup IS NOT NULL ORDER BY e.speedup DESC, e.candidate_id"
     "     LIMIT 1)) u LIMIT 1) x) b) bb ON true"
     " ORDER BY c.id DESC";
 
@@ -2008,9 +2007,24 @@ static int export_data(kf_db *db, const char *dir, const char *since, char **now
         has_counts = has_purpose && r && PQntuples(r) == 1 && !strcmp(PQgetvalue(r, 0, 0), "t");
         if (r) PQclear(r);
     }
-    static const char *const cname[] = { "{COUNTS}" };
-    const char *cval[] = { has_counts ? INDEX_COUNTS_SQL : INDEX_COUNTS_ROWS_SQL };
-    char *isql0 = sql_subst(INDEX_SQL, cname, cval, 1);
+    /* the best per target: from the evaluations' own campaign and target
+     * where the schema has them (schema/009_eval_target.sql) */
+    int has_eval_target = 0;
+    {
+        char e2[256];
+        PGresult *r = kf_db_exec(db, "SELECT to_regclass('evaluations_ok_target') IS NOT NULL", 0, NULL, e2,
+                                 sizeof(e2));
+        has_eval_target = r && PQntuples(r) == 1 && !strcmp(PQgetvalue(r, 0, 0), "t");
+        if (r) PQclear(r);
+    }
+    static const char *const cname[] = { "{COUNTS}", "{BEST_FROM}" };
+    const char *cval[] = { has_counts ? INDEX_COUNTS_SQL : INDEX_COUNTS_ROWS_SQL,
+                           has_eval_target
+                               ? "FROM evaluations e WHERE e.campaign_id = c.id AND e.target = z.tg"
+                                 " AND e.purpose = 'eval'"
+                               : "FROM evaluations e JOIN {JOBS} j ON j.id = e.job_id WHERE j.campaign_id = c.id"
+                                 " AND j.target = z.tg" };
+    char *isql0 = sql_subst(INDEX_SQL, cname, cval, 2);
     isql = isql0 ? sql_subst(isql0, names, values, 4) : NULL;
     free(isql0);
     int oom = !isql;

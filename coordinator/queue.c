@@ -617,10 +617,10 @@ kf_queue_status kf_queue_result(kf_db *db, const kf_queue_config *cfg, const cha
     if (kf_db_cmd(db,
             "WITH ins AS (INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, fencing_token,"
             "  verdict, detail, metrics, candidate_us, baseline_us, speedup, compile_log, is_final,"
-            "  cv, speedup_lo, speedup_hi)"
+            "  cv, speedup_lo, speedup_hi, campaign_id, target, purpose)"
             " VALUES ($1::bigint, $2::bigint, $3::int, $4, $5::bigint, $6, $7, $8::jsonb,"
             "  $9::float8, $10::float8, $11::float8, $12, $13::boolean, $14::float8, $15::float8,"
-            "  $16::float8) RETURNING verdict, is_final)"
+            "  $16::float8, $17::bigint, $18, $19) RETURNING verdict, is_final)"
             " INSERT INTO campaign_counts (campaign_id, what, target, purpose, verdict, is_final, n)"
             " SELECT $17::bigint, 'evaluation', $18, $19, verdict, is_final, 1 FROM ins",
             19, pi, err, errlen) < 0)
@@ -918,10 +918,10 @@ static int grp_store(kf_db *db, kf_queue_item *it, grp_item *g, int n, char *err
                 "  target text)),"
                 " ins AS (INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, fencing_token,"
                 "  verdict, detail, metrics, candidate_us, baseline_us, speedup, compile_log, is_final,"
-                "  cv, speedup_lo, speedup_hi)"
+                "  cv, speedup_lo, speedup_hi, campaign_id, target, purpose)"
                 " SELECT x.job_id, x.candidate_id, x.attempt, x.worker_id, x.fencing_token, x.verdict,"
                 "  x.detail, x.metrics::jsonb, x.candidate_us, x.baseline_us, x.speedup, x.compile_log,"
-                "  true, x.cv, x.speedup_lo, x.speedup_hi FROM x)"
+                "  true, x.cv, x.speedup_lo, x.speedup_hi, x.campaign_id, x.target, 'eval' FROM x)"
                 " INSERT INTO campaign_counts (campaign_id, what, target, purpose, verdict, is_final, n)"
                 " SELECT campaign_id, 'evaluation', target, 'eval', verdict, true, count(*) FROM x"
                 " GROUP BY campaign_id, target, verdict",
@@ -1106,7 +1106,7 @@ int kf_queue_reap(kf_db *db, int *requeued, int *exhausted, char *err, size_t er
         "    CASE WHEN state = 'done' AND acked THEN 'runtime_error' ELSE 'infra_error' END, state = 'done',"
         "    count(*) FROM upd GROUP BY 1, 3, 4, 5, 6)"
         " INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, fencing_token,"
-        "   reported, verdict, detail, is_final)"
+        "   reported, verdict, detail, is_final, campaign_id, target, purpose)"
         " SELECT id, candidate_id, attempts + CASE WHEN acked THEN 0 ELSE 1 END, worker_id, fencing_token, false,"
         "   CASE WHEN state = 'done' AND acked THEN 'runtime_error' ELSE 'infra_error' END,"
         "   CASE WHEN NOT acked AND state = 'done' THEN"
@@ -1122,7 +1122,7 @@ int kf_queue_reap(kf_db *db, int *requeued, int *exhausted, char *err, size_t er
         "          format('lost %s workers while evaluating (lease expired each time)', lost)"
         "        ELSE format('lost %s workers while evaluating (lease expired on %s of %s"
         " attempts, the others ended in infra_error)', lost, lost, attempts) END,"
-        "   state = 'done'"
+        "   state = 'done', campaign_id, target, purpose"
         " FROM upd RETURNING job_id, is_final, worker_id, attempt",
         0, NULL, err, errlen);
     if (!r) return -1;

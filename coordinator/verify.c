@@ -19,9 +19,9 @@ int kf_verify_consider(kf_db *db, const char *campaign_id, const char *target, d
          * lies above the bar (the best confirmed or pending speedup), so a
          * new result at or below the bar changes nothing. */
         PGresult *b = kf_db_exec(db,
-            "SELECT COALESCE(max(e.speedup), 0) FROM evaluations e JOIN jobs j ON j.id = e.job_id"
-            " WHERE e.confirmation IN ('confirmed', 'pending') AND j.campaign_id = $1::bigint"
-            "   AND j.target = $2 AND j.purpose = 'eval' AND e.is_final AND e.verdict = 'ok'",
+            "SELECT COALESCE(max(e.speedup), 0) FROM evaluations e"
+            " WHERE e.confirmation IN ('confirmed', 'pending') AND e.campaign_id = $1::bigint"
+            "   AND e.target = $2 AND e.purpose = 'eval' AND e.is_final AND e.verdict = 'ok'",
             2, p, err, errlen);
         if (!b) return -1;
         double bar = kf_db_f64(b, 0, 0, 0);
@@ -31,17 +31,18 @@ int kf_verify_consider(kf_db *db, const char *campaign_id, const char *target, d
     /* The top unverified ok result beats every confirmed or pending one: it
      * turns pending and gets one verification job (unique per evaluation). */
     PGresult *r = kf_db_exec(db,
-        /* from the top of evaluations_ok_speedup down to the bar (the
-         * bar from the few confirmed or pending rows): a campaign of
-         * 1,000,000 results is not read whole (schema/006_counts.sql) */
-        "WITH bar AS (SELECT COALESCE(max(e.speedup), 0) AS m FROM evaluations e JOIN jobs j ON j.id = e.job_id"
-        "             WHERE e.confirmation IN ('confirmed', 'pending') AND j.campaign_id = $1::bigint"
-        "               AND j.target = $2 AND j.purpose = 'eval' AND e.is_final AND e.verdict = 'ok'),"
-        " cand AS (SELECT e.id, e.worker_id, e.speedup, j.candidate_id"
-        "          FROM evaluations e JOIN jobs j ON j.id = e.job_id"
+        /* from the top of the campaign's results on the target
+         * (evaluations_ok_target) down to the bar (the bar from the few
+         * confirmed or pending rows): a campaign of 1,000,000 results is
+         * not read whole (schema/009_eval_target.sql) */
+        "WITH bar AS (SELECT COALESCE(max(e.speedup), 0) AS m FROM evaluations e"
+        "             WHERE e.confirmation IN ('confirmed', 'pending') AND e.campaign_id = $1::bigint"
+        "               AND e.target = $2 AND e.purpose = 'eval' AND e.is_final AND e.verdict = 'ok'),"
+        " cand AS (SELECT e.id, e.worker_id, e.speedup, e.candidate_id"
+        "          FROM evaluations e"
         "          WHERE e.is_final AND e.verdict = 'ok' AND e.speedup > 0 AND e.confirmation = 'none'"
         "            AND e.speedup > (SELECT m FROM bar)"
-        "            AND j.campaign_id = $1::bigint AND j.target = $2 AND j.purpose = 'eval'"
+        "            AND e.campaign_id = $1::bigint AND e.target = $2 AND e.purpose = 'eval'"
         "          ORDER BY e.speedup DESC, e.candidate_id LIMIT 1),"
         " mark AS (UPDATE evaluations e SET confirmation = 'pending' FROM cand"
         "          WHERE e.id = cand.id RETURNING e.id)"
