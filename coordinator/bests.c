@@ -64,7 +64,7 @@ json_t *kf_bests(kf_db *db, int64_t campaign_id, char *err, size_t errlen)
     "      (SELECT COALESCE(b.speedup_lo, b.speedup) FROM evaluations b WHERE b.id = $3::bigint)" \
     "  AND COALESCE(t.speedup_lo, t.speedup) <="                                                  \
     "      (SELECT COALESCE(b.speedup_hi, b.speedup) FROM evaluations b WHERE b.id = $3::bigint)" \
-    "  AND t.campaign_id = $1::bigint AND t.target = $2 AND t.purpose = 'eval'"                   \
+    "  AND t.job_campaign_id = $1::bigint AND t.job_target = $2 AND t.job_purpose = 'eval'"                   \
     "  AND t.candidate_id <> $4::bigint) "
 
 json_t *kf_bests_top(kf_db *db, int64_t campaign_id, int max_ties, char *err, size_t errlen)
@@ -90,7 +90,7 @@ json_t *kf_bests_top(kf_db *db, int64_t campaign_id, int max_ties, char *err, si
         "    FROM evaluations e"
         "    WHERE e.confirmation IN ('confirmed', 'pending') AND e.confirmation = 'confirmed'"
         "      AND e.is_final AND e.verdict = 'ok' AND e.speedup > 0"
-        "      AND e.campaign_id = c.id AND e.target = t.t AND e.purpose = 'eval'"
+        "      AND e.job_campaign_id = c.id AND e.job_target = t.t AND e.job_purpose = 'eval'"
         "    ORDER BY e.speedup DESC, e.candidate_id LIMIT 1)"
         "   UNION ALL"
         "   (SELECT 1, e.id, e.candidate_id, e.speedup,"
@@ -98,7 +98,7 @@ json_t *kf_bests_top(kf_db *db, int64_t campaign_id, int max_ties, char *err, si
         "      e.candidate_us, e.baseline_us, e.worker_id, e.confirmation, e.confirmed_by_worker"
         "    FROM evaluations e"
         "    WHERE e.is_final AND e.verdict = 'ok' AND e.speedup > 0 AND e.confirmation <> 'disputed'"
-        "      AND e.campaign_id = c.id AND e.target = t.t AND e.purpose = 'eval'"
+        "      AND e.job_campaign_id = c.id AND e.job_target = t.t AND e.job_purpose = 'eval'"
         "    ORDER BY e.speedup DESC, e.candidate_id LIMIT 1)) x ORDER BY pri LIMIT 1) b ON true"
         " LEFT JOIN candidates k ON k.id = b.cand "
         "WHERE c.id = $1::bigint ORDER BY t.o", 1, p, err, errlen);
@@ -206,7 +206,7 @@ json_t *kf_bests_top(kf_db *db, int64_t campaign_id, int max_ties, char *err, si
             "  bool_and(e.confirmation = 'confirmed') conf "
             " FROM evaluations e"
             " WHERE e.is_final AND e.verdict = 'ok' AND e.speedup > 0 AND e.confirmation <> 'disputed'"
-            "  AND e.campaign_id = $1::bigint AND e.purpose = 'eval'"
+            "  AND e.job_campaign_id = $1::bigint AND e.job_purpose = 'eval'"
             " GROUP BY e.candidate_id"
             " HAVING count(*) = (SELECT cardinality(targets) FROM campaigns WHERE id = $1::bigint)),"
             /* the winner, then only the rows whose interval overlaps its

@@ -2020,8 +2020,8 @@ static int export_data(kf_db *db, const char *dir, const char *since, char **now
     static const char *const cname[] = { "{COUNTS}", "{BEST_FROM}" };
     const char *cval[] = { has_counts ? INDEX_COUNTS_SQL : INDEX_COUNTS_ROWS_SQL,
                            has_eval_target
-                               ? "FROM evaluations e WHERE e.campaign_id = c.id AND e.target = z.tg"
-                                 " AND e.purpose = 'eval'"
+                               ? "FROM evaluations e WHERE e.job_campaign_id = c.id AND e.job_target = z.tg"
+                                 " AND e.job_purpose = 'eval'"
                                : "FROM evaluations e JOIN {JOBS} j ON j.id = e.job_id WHERE j.campaign_id = c.id"
                                  " AND j.target = z.tg" };
     char *isql0 = sql_subst(INDEX_SQL, cname, cval, 2);

@@ -20,8 +20,8 @@ int kf_verify_consider(kf_db *db, const char *campaign_id, const char *target, d
          * new result at or below the bar changes nothing. */
         PGresult *b = kf_db_exec(db,
             "SELECT COALESCE(max(e.speedup), 0) FROM evaluations e"
-            " WHERE e.confirmation IN ('confirmed', 'pending') AND e.campaign_id = $1::bigint"
-            "   AND e.target = $2 AND e.purpose = 'eval' AND e.is_final AND e.verdict = 'ok'",
+            " WHERE e.confirmation IN ('confirmed', 'pending') AND e.job_campaign_id = $1::bigint"
+            "   AND e.job_target = $2 AND e.job_purpose = 'eval' AND e.is_final AND e.verdict = 'ok'",
             2, p, err, errlen);
         if (!b) return -1;
         double bar = kf_db_f64(b, 0, 0, 0);
@@ -36,13 +36,13 @@ int kf_verify_consider(kf_db *db, const char *campaign_id, const char *target, d
          * confirmed or pending rows): a campaign of 1,000,000 results is
          * not read whole (schema/009_eval_target.sql) */
         "WITH bar AS (SELECT COALESCE(max(e.speedup), 0) AS m FROM evaluations e"
-        "             WHERE e.confirmation IN ('confirmed', 'pending') AND e.campaign_id = $1::bigint"
-        "               AND e.target = $2 AND e.purpose = 'eval' AND e.is_final AND e.verdict = 'ok'),"
+        "             WHERE e.confirmation IN ('confirmed', 'pending') AND e.job_campaign_id = $1::bigint"
+        "               AND e.job_target = $2 AND e.job_purpose = 'eval' AND e.is_final AND e.verdict = 'ok'),"
         " cand AS (SELECT e.id, e.worker_id, e.speedup, e.candidate_id"
         "          FROM evaluations e"
         "          WHERE e.is_final AND e.verdict = 'ok' AND e.speedup > 0 AND e.confirmation = 'none'"
         "            AND e.speedup > (SELECT m FROM bar)"
-        "            AND e.campaign_id = $1::bigint AND e.target = $2 AND e.purpose = 'eval'"
+        "            AND e.job_campaign_id = $1::bigint AND e.job_target = $2 AND e.job_purpose = 'eval'"
         "          ORDER BY e.speedup DESC, e.candidate_id LIMIT 1),"
         " mark AS (UPDATE evaluations e SET confirmation = 'pending' FROM cand"
         "          WHERE e.id = cand.id RETURNING e.id)"

@@ -15,19 +15,25 @@
 -- when it is made). The coordinator writes them with each evaluation; the
 -- trigger fills them for any other writer (tools, tests, older code), from
 -- the job, only when one is missing (WHEN: no function call otherwise).
-ALTER TABLE evaluations ADD COLUMN campaign_id bigint, ADD COLUMN target text, ADD COLUMN purpose text;
-UPDATE evaluations e SET campaign_id = j.campaign_id, target = j.target, purpose = j.purpose
+--
+-- Their names (job_campaign_id, job_target, job_purpose) appear in no other
+-- table, so no query that joins evaluations with jobs, candidates or
+-- campaign_counts and names campaign_id, target or purpose unqualified --
+-- ours, an operator's, a dashboard test's -- becomes ambiguous.
+ALTER TABLE evaluations ADD COLUMN job_campaign_id bigint, ADD COLUMN job_target text,
+    ADD COLUMN job_purpose text;
+UPDATE evaluations e SET job_campaign_id = j.campaign_id, job_target = j.target, job_purpose = j.purpose
 FROM jobs j WHERE j.id = e.job_id;
 
 CREATE FUNCTION kf_evaluation_job() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    SELECT j.campaign_id, j.target, j.purpose INTO NEW.campaign_id, NEW.target, NEW.purpose
+    SELECT j.campaign_id, j.target, j.purpose INTO NEW.job_campaign_id, NEW.job_target, NEW.job_purpose
     FROM jobs j WHERE j.id = NEW.job_id;
     RETURN NEW;
 END
 $$;
 CREATE TRIGGER evaluations_job BEFORE INSERT ON evaluations FOR EACH ROW
-    WHEN (NEW.campaign_id IS NULL OR NEW.target IS NULL OR NEW.purpose IS NULL)
+    WHEN (NEW.job_campaign_id IS NULL OR NEW.job_target IS NULL OR NEW.job_purpose IS NULL)
     EXECUTE FUNCTION kf_evaluation_job();
 
 -- The best of a (campaign, target) from the top; and the columns of the
@@ -36,11 +42,11 @@ CREATE TRIGGER evaluations_job BEFORE INSERT ON evaluations FOR EACH ROW
 -- the walk down evaluations_ok_hi took 1.1 s). They replace three indexes
 -- of every campaign at once (evaluations_ok_speedup, evaluations_ok_hi,
 -- evaluations_ok_cover): an ok result now costs one index entry fewer.
-CREATE INDEX evaluations_ok_target ON evaluations (campaign_id, target, speedup DESC, candidate_id)
-    WHERE is_final AND verdict = 'ok' AND speedup > 0 AND purpose = 'eval';
-CREATE INDEX evaluations_ok_campaign ON evaluations (campaign_id, target)
+CREATE INDEX evaluations_ok_target ON evaluations (job_campaign_id, job_target, speedup DESC, candidate_id)
+    WHERE is_final AND verdict = 'ok' AND speedup > 0 AND job_purpose = 'eval';
+CREATE INDEX evaluations_ok_campaign ON evaluations (job_campaign_id, job_target)
     INCLUDE (id, candidate_id, speedup, speedup_lo, speedup_hi, cv, confirmation)
-    WHERE is_final AND verdict = 'ok' AND speedup > 0 AND purpose = 'eval';
+    WHERE is_final AND verdict = 'ok' AND speedup > 0 AND job_purpose = 'eval';
 DROP INDEX evaluations_ok_speedup;
 DROP INDEX evaluations_ok_hi;
 DROP INDEX evaluations_ok_cover;

@@ -855,14 +855,14 @@ int main(void)
     kf_db *db = kf_db_open(c2, err, sizeof(err));
     CHECK(db && q1(db, "SELECT count(*) FROM evaluations") > 0 &&
               q1(db, "SELECT count(*) FROM evaluations e JOIN jobs j ON j.id = e.job_id"
-                     " WHERE e.campaign_id IS DISTINCT FROM j.campaign_id OR e.target IS DISTINCT FROM j.target"
-                     " OR e.purpose IS DISTINCT FROM j.purpose") == 0,
+                     " WHERE e.job_campaign_id IS DISTINCT FROM j.campaign_id OR e.job_target IS DISTINCT FROM j.target"
+                     " OR e.job_purpose IS DISTINCT FROM j.purpose") == 0,
           "the coordinator's evaluations carry their job's campaign, target and purpose");
     CHECK(db && q1(db, "WITH i AS (INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, fencing_token,"
                        " verdict, is_final) SELECT id, candidate_id, 99, 'tool', -4242, 'infra_error', false"
-                       " FROM jobs ORDER BY id LIMIT 1 RETURNING campaign_id, target, purpose)"
+                       " FROM jobs ORDER BY id LIMIT 1 RETURNING job_campaign_id, job_target, job_purpose)"
                        " SELECT count(*) FROM i, jobs j WHERE j.id = (SELECT min(id) FROM jobs)"
-                       " AND i.campaign_id = j.campaign_id AND i.target = j.target AND i.purpose = j.purpose") == 1,
+                       " AND i.job_campaign_id = j.campaign_id AND i.job_target = j.target AND i.job_purpose = j.purpose") == 1,
           "an evaluation written without them gets them from its job");
     kf_db_close(db);
     printf("%d passed, %d failed\n", g_pass, g_fail);
