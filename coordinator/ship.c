@@ -176,6 +176,8 @@ static int plan_class(kf_db *db, kf_ship_plan *p, kf_ship_class *cl, const char 
         kf_ship_shape *sh = &cl->s[s];
         sh->entry = -1;
         sh->speedup = sh->lo = sh->hi = 1.0;
+        sh->noise_candidate = sh->noise_eval = 0;
+        sh->noise_speedup = sh->noise_lo = sh->noise_hi = 0;
         int best = -1;
         double bs = 0, blo = 0, bhi = 0;
         for (int i = 0; i < n; i++) {
@@ -184,8 +186,13 @@ static int plan_class(kf_db *db, kf_ship_plan *p, kf_ship_class *cl, const char 
             if (lo > 1.0 && v > bs) { /* beats the baseline beyond the noise; the fastest such */
                 best = i;
                 bs = v, blo = lo, bhi = hi;
+            } else if (lo <= 1.0 && v > 1.0 && v > sh->noise_speedup) { /* faster, within the noise */
+                sh->noise_candidate = kf_db_i64(r, i, 1, 0);
+                sh->noise_eval = kf_db_i64(r, i, 0, 0);
+                sh->noise_speedup = v, sh->noise_lo = lo, sh->noise_hi = hi;
             }
         }
+        if (best >= 0) sh->noise_candidate = 0; /* only said where the baseline serves */
         for (int i = 0; i < n; i++) { /* results the operator could confirm to ship more */
             double v, lo, hi;
             const char *st = PQgetvalue(r, i, 8); /* disputed ones are out for good */
@@ -751,6 +758,11 @@ static json_t *manifest(const kf_ship_plan *p, const char *commit)
             }
             if (sh->unconfirmed_better)
                 json_object_set_new(so, "unconfirmed_better_results", json_integer(sh->unconfirmed_better));
+            if (sh->entry < 0 && sh->noise_candidate)
+                json_object_set_new(so, "within_noise",
+                                    json_pack("{s:I,s:I,s:f,s:[f,f]}", "candidate_id", (json_int_t)sh->noise_candidate,
+                                              "evaluation_id", (json_int_t)sh->noise_eval, "speedup",
+                                              sh->noise_speedup, "speedup_interval", sh->noise_lo, sh->noise_hi));
             json_array_append_new(shapes, so);
         }
         json_object_set_new(o, "shapes", shapes);

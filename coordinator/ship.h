@@ -78,6 +78,11 @@ typedef struct {
     int entry;                 /* index into the class's entries; -1: baseline */
     double speedup, lo, hi;    /* of the winner at this shape (1,1,1 for the baseline) */
     int unconfirmed_better;    /* unconfirmed results that beat the shipped choice */
+    /* where the baseline serves the shape although a confirmed result
+     * measured faster: the fastest such, whose interval reaches 1 (not
+     * faster beyond the noise, kf_noise_shape); candidate 0: none */
+    int64_t noise_candidate, noise_eval;
+    double noise_speedup, noise_lo, noise_hi;
 } kf_ship_shape;
 
 typedef struct {

@@ -199,6 +199,7 @@ int kf_cli_cmd_ship(int argc, char **argv)
     kf_cli_table_init(&t, 6, hdr);
     t.right[3] = 1;
     int unconfirmed = 0;
+    kf_strbuf noise = { 0 }; /* shapes the baseline serves although a confirmed result measured faster */
     for (int k = 0; k < p->n_cls; k++) {
         const kf_ship_class *cl = &p->cls[k];
         for (int s = 0; s < p->n_shapes; s++) {
@@ -209,6 +210,12 @@ int kf_cli_cmd_ship(int argc, char **argv)
                 n += (size_t)snprintf(shape + n, sizeof(shape) - n, "%s%s=%lld", q ? "," : "", p->size_names[q],
                                       (long long)sh->sizes[q]);
             unconfirmed += sh->unconfirmed_better;
+            if (sh->entry < 0 && sh->noise_candidate)
+                kf_strbuf_printf(&noise,
+                                 "note: %s %s: candidate %lld measured %.3fx [%.3f, %.3f], not faster beyond the "
+                                 "noise: the baseline serves it (re-measure it on a quieter device to ship it)\n",
+                                 cl->name, shape, (long long)sh->noise_candidate, sh->noise_speedup, sh->noise_lo,
+                                 sh->noise_hi);
             if (sh->entry < 0) {
                 snprintf(serves, sizeof(serves), "baseline");
                 snprintf(sp, sizeof(sp), "1");
@@ -227,6 +234,8 @@ int kf_cli_cmd_ship(int argc, char **argv)
     if (unconfirmed)
         printf("note: %d unconfirmed result(s) would have won a shape; they are not shipped until confirmed\n",
                unconfirmed);
+    if (noise.len && !noise.oom) fputs(noise.s, stdout);
+    free(noise.s);
     if (verify) {
         char tdir[] = "/tmp/kfarm-ship-task.XXXXXX";
         if (!mkdtemp(tdir)) {

@@ -41,20 +41,35 @@ check "ship succeeds" eq "$rc" 0
 slug2=$(printf '%s' "$cls2" | tr -c 'A-Za-z0-9_' '_')
 man() { python3 -c "import json,sys; m=json.load(open('$1')); print(eval(sys.argv[1]))" "$2"; }
 check "two classes in the manifest" eq "$(man "$out/MANIFEST.json" "len(m['classes'])")" 2
+# Per class, the large shape goes to the confirmed result fastest there
+# (each result's own per-shape timing) when its interval clears 1; when it
+# does not (a loaded CI host timed the 6x seed with an interval reaching
+# down to 1 on one class, 2026-12-05), the baseline serves the shape and
+# the manifest and ship's output name that result as within the noise.
+shipped_large=0
 for cls in cpu "$cls2"; do
   sel="[c for c in m['classes'] if c['class'] == '$cls'][0]['shapes']"
   check "$cls: the small shape (seed loses) goes to the baseline" eq \
     "$(man "$out/MANIFEST.json" "$sel[0]['entry']")" baseline
-  # the confirmed result fastest at the large shape (each result's own per-shape timing)
   win=$(sql "SELECT e.candidate_id FROM evaluations e JOIN jobs j ON j.id = e.job_id JOIN campaigns c ON c.id = j.campaign_id,
              jsonb_array_elements(e.metrics->'timing'->'shapes') s
              WHERE c.name = 'sh' AND j.target = '$cls' AND e.confirmation = 'confirmed' AND (s->'sizes'->>'N')::bigint = 4194304
              ORDER BY (s->>'speedup')::float DESC LIMIT 1")
-  check "$cls: the large shape goes to the confirmed winner" eq \
-    "$(man "$out/MANIFEST.json" "$sel[1].get('candidate_id')")" "$win"
-  check "$cls: the manifest names the confirming worker" python3 -c \
-    "import json,sys; s=[c for c in json.load(open('$out/MANIFEST.json'))['classes'] if c['class']=='$cls'][0]['shapes'][1]; sys.exit(0 if s['confirmed_by'] in ('w1','w2') and s['speedup_interval'][0] > 1 else 1)"
+  if [ "$(man "$out/MANIFEST.json" "$sel[1]['entry']")" != baseline ]; then
+    shipped_large=$((shipped_large + 1))
+    [ -n "${dcls:-}" ] || dcls=$cls # the class whose winner the checks below dispute
+    check "$cls: the large shape goes to the confirmed winner" eq \
+      "$(man "$out/MANIFEST.json" "$sel[1].get('candidate_id')")" "$win"
+    check "$cls: the manifest names the confirming worker" python3 -c \
+      "import json,sys; s=[c for c in json.load(open('$out/MANIFEST.json'))['classes'] if c['class']=='$cls'][0]['shapes'][1]; sys.exit(0 if s['confirmed_by'] in ('w1','w2') and s['speedup_interval'][0] > 1 else 1)"
+  else
+    log "$cls: the baseline serves the large shape: $(man "$out/MANIFEST.json" "$sel[1].get('within_noise')")"
+    check "$cls: a baseline large shape names the confirmed winner as within the noise" python3 -c \
+      "import json,sys; s=[c for c in json.load(open('$out/MANIFEST.json'))['classes'] if c['class']=='$cls'][0]['shapes'][1]['within_noise']; sys.exit(0 if s['candidate_id'] == $win and s['speedup_interval'][0] <= 1 < s['speedup'] else 1)"
+    check "$cls: ship says so" grep -q "^note: $cls N=4194304: candidate $win measured .* not faster beyond the noise" "$T_DIR/ship.txt"
+  fi
 done
+check "the 6x seed is shipped at the large shape of at least one class" test "$shipped_large" -ge 1
 
 # the library builds with its own CMakeLists.txt and answers right
 ( cmake -S "$out" -B "$out/build" -DCMAKE_BUILD_TYPE=Release && cmake --build "$out/build" ) >"$T_DIR/build.log" 2>&1 || true
@@ -97,16 +112,17 @@ check "the class file is ok as a candidate (kfarm-worker eval)" eq "$v" ok
 check "the class file renamed the shared helper apart" grep -q "ship_scale__" "$out/classes/cpu.c"
 
 # an unconfirmed winner is never shipped
-# the result ship chose for cpu's large shape (the best overall speedup need
+# the result ship chose for a class's large shape (dcls: cpu, unless the
+# baseline serves it there) (the best overall speedup need
 # not be the best at that shape: then disputing it would change nothing)
-dis=$(man "$out/MANIFEST.json" "[c for c in m['classes'] if c['class'] == 'cpu'][0]['shapes'][1]['evaluation_id']")
+dis=$(man "$out/MANIFEST.json" "[c for c in m['classes'] if c['class'] == '${dcls:-cpu}'][0]['shapes'][1]['evaluation_id']")
 discand=$(sql "SELECT candidate_id FROM evaluations WHERE id = $dis")
 sql "UPDATE evaluations SET confirmation = 'disputed' WHERE id = $dis"
 kf ship sh --out "$T_DIR/ship2" >"$T_DIR/ship2.txt" 2>&1 || true
 check "a disputed winner is not shipped" python3 -c "
 import json, sys
 m = json.load(open('$T_DIR/ship2/MANIFEST.json'))
-c = [c for c in m['classes'] if c['class'] == 'cpu'][0]
+c = [c for c in m['classes'] if c['class'] == '${dcls:-cpu}'][0]
 sys.exit(0 if all(s.get('candidate_id') != $discand for s in c['shapes']) else 1)"
 # pending = its verification job still to run (else the reaper would call a
 # pending result whose verification job is done inconclusive at once)
@@ -114,9 +130,26 @@ vstate=$(sql "SELECT state FROM jobs WHERE purpose = 'verify' AND verifies = $di
 sql "UPDATE jobs SET state = 'queued', not_before = now() + interval '1 hour' WHERE purpose = 'verify' AND verifies = $dis"
 sql "UPDATE evaluations SET confirmation = 'pending' WHERE id = $dis"
 kf ship sh --out "$T_DIR/ship3" >"$T_DIR/ship3.txt" 2>&1 || true
-check "nor a pending one, and ship says one is waiting" bash -c "grep -q 'unconfirmed result' '$T_DIR/ship3.txt' && ! grep -q '\"candidate_id\": $discand' <(python3 -c \"import json; print(json.dumps([c for c in json.load(open('$T_DIR/ship3/MANIFEST.json'))['classes'] if c['class']=='cpu']))\")"
+check "nor a pending one, and ship says one is waiting" bash -c "grep -q 'unconfirmed result' '$T_DIR/ship3.txt' && ! grep -q '\"candidate_id\": $discand' <(python3 -c \"import json; print(json.dumps([c for c in json.load(open('$T_DIR/ship3/MANIFEST.json'))['classes'] if c['class']=='${dcls:-cpu}']))\")"
 sql "UPDATE evaluations SET confirmation = 'confirmed' WHERE id = $dis"
 sql "UPDATE jobs SET state = '${vstate:-done}', not_before = NULL WHERE purpose = 'verify' AND verifies = $dis"
+
+# a confirmed winner timed faster but not beyond the noise (its large
+# shape's candidate CV made 2.0: the interval reaches far below 1) is not
+# shipped there: the baseline serves the shape, and the manifest and ship's
+# output name it with its interval
+sql "CREATE TABLE ship_saved AS SELECT id, metrics FROM evaluations WHERE id = $dis"
+sql "UPDATE evaluations SET metrics = jsonb_set(metrics, '{timing,shapes}', (SELECT jsonb_agg(CASE WHEN (x.s->'sizes'->>'N')::bigint = 4194304 THEN jsonb_set(x.s, '{candidate,cv}', '2.0') ELSE x.s END ORDER BY x.o) FROM jsonb_array_elements(metrics->'timing'->'shapes') WITH ORDINALITY x(s, o))) WHERE id = $dis"
+kf ship sh --out "$T_DIR/ship6" >"$T_DIR/ship6.txt" 2>&1 || true
+check "a winner within the noise: the baseline serves the shape, the manifest names it" python3 -c "
+import json, sys
+m = json.load(open('$T_DIR/ship6/MANIFEST.json'))
+s = [c for c in m['classes'] if c['class'] == '${dcls:-cpu}'][0]['shapes'][1]
+w = s.get('within_noise') or {}
+sys.exit(0 if s['entry'] == 'baseline' and w.get('candidate_id') == $discand and w.get('evaluation_id') == $dis
+         and w['speedup_interval'][0] < 1 < w['speedup'] else 1)"
+check "a winner within the noise: ship says so" grep -q "^note: ${dcls:-cpu} N=4194304: candidate $discand measured [0-9.]*x \[0\.[0-9]*, [0-9.]*\], not faster beyond the noise" "$T_DIR/ship6.txt"
+sql "UPDATE evaluations e SET metrics = v.metrics FROM ship_saved v WHERE v.id = e.id"
 
 # the farm judges the shipped files -- on w1 alone: two cpu evaluations side
 # by side on this machine's cores disturb each other's timings, and --verify
