@@ -130,10 +130,23 @@ kf_queue_status kf_queue_lease_many(kf_db *db, const kf_queue_config *cfg, const
 
 /* kf_queue_lease_many reading each campaign's queue from its floor in fl
  * (see kf_queue_floors; NULL: from the head, as kf_queue_lease_many) and
- * raising the floors to what it leased. Same results and errors. */
+ * raising the floors to what it leased. Same results and errors.
+ *
+ * payload (NULL: not wanted): on KF_Q_OK, the result of the lease statement
+ * itself, which also returned what the worker needs of each leased job, so
+ * that no second statement reads it: one row per lease in no order, with
+ * columns KF_QUEUE_PL_JOB (job id), _SOURCE (the candidate's source),
+ * _DEFINES (its defines, JSON object text), _TASK (task id) and _TASK_SHA
+ * (the task's sha256, which names its content: tasks never change). The
+ * caller PQclear()s it. */
+#define KF_QUEUE_PL_JOB 0
+#define KF_QUEUE_PL_SOURCE 9
+#define KF_QUEUE_PL_DEFINES 10
+#define KF_QUEUE_PL_TASK 11
+#define KF_QUEUE_PL_TASK_SHA 12
 kf_queue_status kf_queue_lease_floors(kf_db *db, const kf_queue_config *cfg, kf_queue_floors *fl,
                                       const char *worker_id, const char *const *classes, int n, int max,
-                                      kf_lease *out, int *got, char *err, size_t errlen);
+                                      kf_lease *out, int *got, PGresult **payload, char *err, size_t errlen);
 
 /* Extend the lease of (job, token) to now + lease_ms. KF_Q_OK, KF_Q_STALE,
  * or KF_Q_ERROR. */

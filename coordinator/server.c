@@ -93,6 +93,19 @@ typedef struct {
 
 /* One serving context: the top-level server (single-threaded mode, and the
  * owner of everything) or one pool thread with its own connection. */
+/* A task as the coordinator sends it, kept per serving context: tasks never
+ * change (their sha256 names their content), so a lease reads only the
+ * task's id and hash and the task is read and parsed once per context, not
+ * once per reply (task_get). */
+#define KF_SERVER_TASKS 8
+typedef struct {
+    int64_t id;              /* 0: empty slot */
+    char sha[80];
+    json_t *t;               /* {"name": s, "spec": s (task.json text), "files": {name: content}} */
+    size_t bytes;            /* spec and files (names and contents): what a job carries of it */
+    uint64_t used;           /* task_tick when last used */
+} task_slot;
+
 struct kf_server {
     int sock;
     int raw;                 /* AF_SP_RAW socket: replies carry the request's routing header */
@@ -103,6 +116,8 @@ struct kf_server {
     int slot;                /* this context's in-flight slot */
     kf_queue_floors floors;  /* where this context's leases read each campaign's queue */
     uint64_t cancel_buf[4 * KF_QUEUE_MAX_LEASES]; /* a heartbeat reply's cancel_jobs */
+    task_slot tasks[KF_SERVER_TASKS]; /* the tasks this context sent lately (task_get) */
+    uint64_t task_tick;
     Kfarm__Status more_status[KF_SERVER_MORE_RESULTS]; /* a result reply's more_status */
     /* top level only */
     struct kf_server *pool;
@@ -246,7 +261,11 @@ void kf_server_free(kf_server *s)
     if (s->sh->groups)
         kf_log("group commit: %ld results stored in %ld transactions (%.1f per group)",
                s->sh->grouped, s->sh->groups, (double)s->sh->grouped / (double)s->sh->groups);
-    for (int i = 0; i < s->nthreads; i++) kf_db_close(s->pool[i].db);
+    for (int i = 0; i < s->nthreads; i++) {
+        kf_db_close(s->pool[i].db);
+        for (int k = 0; k < KF_SERVER_TASKS; k++) json_decref(s->pool[i].tasks[k].t);
+    }
+    for (int k = 0; k < KF_SERVER_TASKS; k++) json_decref(s->tasks[k].t);
     nn_close(s->sock);
     kf_replay_free(s->sh->replay);
     pthread_mutex_destroy(&s->sh->mu);
@@ -436,7 +455,7 @@ static void on_register_(kf_server *s, const peer *who, const Kfarm__Register *m
 
 /* Everything a Job reply points into, freed after the reply is sealed. */
 typedef struct {
-    json_t *files, *defines;
+    json_t *task, *files, *defines;   /* task: a reference to task_get's object */
     Kfarm__Job job;
     Kfarm__TaskFile *tf;
     Kfarm__TaskFile **tfp;
@@ -448,6 +467,7 @@ typedef struct {
 
 static void payload_free(job_payload *p)
 {
+    json_decref(p->task);
     json_decref(p->files);
     json_decref(p->defines);
     free(p->tf);
@@ -459,16 +479,16 @@ static void payload_free(job_payload *p)
     memset(p, 0, sizeof(*p));
 }
 
-/* Fill p->job for lease l from row `row` of r (the rows of on_get_job's
- * payload query; r outlives p). files: the task's files already parsed for
- * an earlier job of the same task (shared, a reference taken), or NULL:
- * parsed from row frow. Returns 0 or -1 with reason. */
-static int build_payload(kf_server *s, const kf_lease *l, job_payload *p, PGresult *r, int row,
-                         json_t *files, int frow, char *err, size_t errlen)
+/* Fill p->job for lease l from row `row` of r (the lease statement's
+ * payload, KF_QUEUE_PL_*; r outlives p) and its task (task_get's object: a
+ * reference is taken). Returns 0 or -1 with reason. */
+static int build_payload(kf_server *s, const kf_lease *l, job_payload *p, PGresult *r, int row, json_t *task,
+                         char *err, size_t errlen)
 {
     json_error_t je;
-    p->files = files ? json_incref(files) : json_loads(PQgetvalue(r, frow, 2), 0, &je);
-    p->defines = json_loads(PQgetvalue(r, row, 4), 0, &je);
+    p->task = json_incref(task);
+    p->files = json_incref(json_object_get(task, "files"));
+    p->defines = json_loads(PQgetvalue(r, row, KF_QUEUE_PL_DEFINES), 0, &je);
     if (!json_is_object(p->files) || !json_is_object(p->defines)) {
         snprintf(err, errlen, "job %lld: stored files/defines are not JSON objects", (long long)l->job_id);
         return -1;
@@ -478,10 +498,10 @@ static int build_payload(kf_server *s, const kf_lease *l, job_payload *p, PGresu
     p->job.job_id = (uint64_t)l->job_id;
     p->job.fencing_token = (uint64_t)l->fencing_token;
     p->job.candidate_id = (uint64_t)l->candidate_id;
-    p->job.task_name = PQgetvalue(r, row, 0);
-    p->job.task_json = PQgetvalue(r, row, 1);
-    p->job.source.data = (uint8_t *)PQgetvalue(r, row, 3);
-    p->job.source.len = (size_t)PQgetlength(r, row, 3);
+    p->job.task_name = (char *)json_string_value(json_object_get(task, "name"));
+    p->job.task_json = (char *)json_string_value(json_object_get(task, "spec"));
+    p->job.source.data = (uint8_t *)PQgetvalue(r, row, KF_QUEUE_PL_SOURCE);
+    p->job.source.len = (size_t)PQgetlength(r, row, KF_QUEUE_PL_SOURCE);
     p->job.lease_ms = (uint32_t)s->cfg->queue.lease_ms;
     p->job.target = (char *)l->target;
     p->job.has_seed = 1;
@@ -543,8 +563,7 @@ typedef struct {
     kf_lease l[KF_QUEUE_MAX_LEASES];
     job_payload p[KF_QUEUE_MAX_LEASES];
     Kfarm__Job *more[KF_QUEUE_MAX_LEASES];
-    int64_t task[KF_QUEUE_MAX_LEASES];   /* each lease's task id */
-    PGresult *r;
+    PGresult *r;                         /* the lease statement's payload (KF_QUEUE_PL_*) */
 } lease_set;
 
 /* Bytes of a task's files (the reply budget counts them for each job). */
@@ -555,6 +574,55 @@ static size_t files_bytes(json_t *files)
     json_t *val;
     json_object_foreach(files, key, val) n += strlen(key) + json_string_length(val);
     return n;
+}
+
+/* Task `id` whose sha256 is sha, from this context's cache, or read and
+ * parsed on a miss (the least recently used slot is replaced). Returns a
+ * borrowed reference (valid until the next task_get; build_payload takes
+ * its own) and *bytes (task_slot.bytes), or NULL with reason. */
+static json_t *task_get(kf_server *s, int64_t id, const char *sha, size_t *bytes, char *err, size_t errlen)
+{
+    task_slot *v = NULL;
+    for (int i = 0; i < KF_SERVER_TASKS; i++) {
+        task_slot *c = &s->tasks[i];
+        if (c->t && c->id == id && !strcmp(c->sha, sha)) {
+            c->used = ++s->task_tick;
+            *bytes = c->bytes;
+            return c->t;
+        }
+        if (!v || (v->t && (!c->t || c->used < v->used))) v = c; /* an empty slot, else the oldest */
+    }
+    char ids[24];
+    snprintf(ids, sizeof(ids), "%lld", (long long)id);
+    const char *pp[2] = { ids, sha };
+    PGresult *r = kf_db_exec(s->db, "SELECT name, spec_text, files::text FROM tasks WHERE id = $1::bigint AND sha256 = $2",
+                             2, pp, err, errlen);
+    if (!r) return NULL;
+    if (PQntuples(r) != 1) {
+        PQclear(r);
+        snprintf(err, errlen, "task %lld (sha256 %.16s) vanished", (long long)id, sha);
+        return NULL;
+    }
+    json_error_t je;
+    json_t *files = json_loads(PQgetvalue(r, 0, 2), 0, &je);
+    json_t *t = json_is_object(files) ? json_pack("{s:s,s:s,s:o}", "name", PQgetvalue(r, 0, 0), "spec",
+                                                  PQgetvalue(r, 0, 1), "files", files)
+                                      : NULL;
+    if (!t) {
+        if (!json_is_object(files)) json_decref(files);
+        PQclear(r);
+        snprintf(err, errlen, "task %lld: stored files are not a JSON object of strings", (long long)id);
+        return NULL;
+    }
+    json_decref(v->t);
+    v->t = t;
+    v->id = id;
+    snprintf(v->sha, sizeof(v->sha), "%s", sha);
+    v->bytes = (size_t)PQgetlength(r, 0, 1) + files_bytes(files);
+    v->used = ++s->task_tick;
+    PQclear(r);
+    *bytes = v->bytes;
+    return t;
 }
 
 static void lease_set_free(lease_set *ls)
@@ -593,7 +661,7 @@ static void on_get_job(kf_server *s, const Kfarm__GetJob *m, Kfarm__Reply *rep, 
     int got = 0;
     kf_queue_status st = kf_queue_lease_floors(s->db, &s->cfg->queue, &s->floors, m->worker_id,
                                                (const char *const *)m->classes, (int)m->n_classes,
-                                               want, ls->l, &got, err, sizeof(err));
+                                               want, ls->l, &got, &ls->r, err, sizeof(err));
     if (st == KF_Q_NO_JOB) {
         rep->status = KFARM__STATUS__NO_JOB;
         set_detail(rep, dbuf, dcap, err);
@@ -605,60 +673,31 @@ static void on_get_job(kf_server *s, const Kfarm__GetJob *m, Kfarm__Reply *rep, 
         set_detail(rep, dbuf, dcap, err);
         return;
     }
-    /* every job's task, source and defines in one statement */
-    char *ids = malloc((size_t)got * 24 + 4);
-    size_t il = 0;
-    if (ids) {
-        ids[il++] = '{';
-        for (int i = 0; i < got; i++)
-            il += (size_t)snprintf(ids + il, 24, "%s%lld", i ? "," : "", (long long)ls->l[i].job_id);
-        ids[il++] = '}';
-        ids[il] = 0;
-        const char *pp[1] = { ids };
-        ls->r = kf_db_exec(s->db,
-            /* a task's files once per reply (the first of its jobs): the
-             * other jobs of that task share them */
-            "SELECT t.name, t.spec_text, CASE WHEN row_number() OVER (PARTITION BY t.id ORDER BY j.id) = 1"
-            "  THEN t.files::text END, k.source, k.defines::text, j.id, t.id "
-            "FROM jobs j JOIN candidates k ON k.id = j.candidate_id "
-            "JOIN campaigns c ON c.id = j.campaign_id JOIN tasks t ON t.id = c.task_id "
-            "WHERE j.id = ANY($1::bigint[])", 1, pp, err, sizeof(err));
-        free(ids);
-    } else {
-        snprintf(err, sizeof(err), "out of memory");
-    }
+    /* every job's source and defines came with its lease; its task from
+     * this context's cache (task_get) */
     size_t bytes = 0;
-    int kept = 0, failed = !ls->r;
+    int kept = 0, failed = 0;
     for (int i = 0; i < got && !failed; i++) {
         int row = -1;
         for (int k = 0; k < PQntuples(ls->r) && row < 0; k++)
-            if (kf_db_i64(ls->r, k, 5, -1) == ls->l[i].job_id) row = k;
+            if (kf_db_i64(ls->r, k, KF_QUEUE_PL_JOB, -1) == ls->l[i].job_id) row = k;
         if (row < 0) {
-            snprintf(err, sizeof(err), "job %lld vanished", (long long)ls->l[i].job_id);
+            snprintf(err, sizeof(err), "job %lld is not in its lease's rows", (long long)ls->l[i].job_id);
             failed = 1;
             break;
         }
-        size_t b = (size_t)PQgetlength(ls->r, row, 1) + (size_t)PQgetlength(ls->r, row, 3) +
-                   (size_t)PQgetlength(ls->r, row, 4);
-        /* the task's files: parsed for an earlier job of the task, or from
-         * the one row of the task that carries them */
-        json_t *files = NULL;
-        int64_t task = kf_db_i64(ls->r, row, 6, -1);
-        int frow = -1;
-        for (int k = 0; k < i && !files; k++)
-            if (ls->task[k] == task) files = ls->p[k].files;
-        for (int k = 0; k < PQntuples(ls->r) && !files && frow < 0; k++)
-            if (kf_db_i64(ls->r, k, 6, -2) == task && !PQgetisnull(ls->r, k, 2)) frow = k;
-        if (!files && frow < 0) {
+        size_t tb = 0;
+        json_t *task = task_get(s, kf_db_i64(ls->r, row, KF_QUEUE_PL_TASK, -1),
+                                PQgetvalue(ls->r, row, KF_QUEUE_PL_TASK_SHA), &tb, err, sizeof(err));
+        if (!task) {
             failed = 1;
-            snprintf(err, sizeof(err), "job %lld: its task's files are missing", (long long)ls->l[i].job_id);
             break;
         }
-        b += files ? files_bytes(files) : (size_t)PQgetlength(ls->r, frow, 2);
+        size_t b = tb + (size_t)PQgetlength(ls->r, row, KF_QUEUE_PL_SOURCE) +
+                   (size_t)PQgetlength(ls->r, row, KF_QUEUE_PL_DEFINES);
         if (i > 0 && bytes + b > KF_SERVER_REPLY_BUDGET) break; /* the rest go back */
         ls->n = i + 1;
-        ls->task[i] = task;
-        if (build_payload(s, &ls->l[i], &ls->p[i], ls->r, row, files, frow, err, sizeof(err)) < 0) {
+        if (build_payload(s, &ls->l[i], &ls->p[i], ls->r, row, task, err, sizeof(err)) < 0) {
             failed = 1;
             break;
         }

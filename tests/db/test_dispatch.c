@@ -799,8 +799,34 @@ static void part_floors(const char *conninfo)
     fl.refresh_s = 3600; /* no time-based full read unless the test asks */
     kf_lease l[KF_QUEUE_MAX_LEASES];
     int n = 0;
-    CHECK(kf_queue_lease_floors(db, &qc, &fl, "fa", cls, 1, 5, l, &n, err, sizeof(err)) == KF_Q_OK && n == 5,
+    PGresult *pl = NULL;
+    CHECK(kf_queue_lease_floors(db, &qc, &fl, "fa", cls, 1, 5, l, &n, &pl, err, sizeof(err)) == KF_Q_OK && n == 5,
           "floors: 5 leased (%s)", err);
+    /* the lease's own rows carry each job's payload: its candidate's source
+     * and defines, its task's id and sha256 */
+    int pl_ok = pl && PQntuples(pl) == n;
+    for (int i = 0; pl_ok && i < n; i++) {
+        int row = -1;
+        for (int k = 0; k < PQntuples(pl); k++)
+            if (kf_db_i64(pl, k, KF_QUEUE_PL_JOB, -1) == l[i].job_id) row = k;
+        char jid[24], cid[24];
+        snprintf(jid, sizeof(jid), "%lld", (long long)l[i].job_id);
+        snprintf(cid, sizeof(cid), "%lld", (long long)l[i].candidate_id);
+        const char *pp[6] = { jid, cid, row < 0 ? "-1" : PQgetvalue(pl, row, KF_QUEUE_PL_TASK),
+                              row < 0 ? "" : PQgetvalue(pl, row, KF_QUEUE_PL_TASK_SHA),
+                              row < 0 ? "{}" : PQgetvalue(pl, row, KF_QUEUE_PL_DEFINES),
+                              row < 0 ? "" : PQgetvalue(pl, row, KF_QUEUE_PL_SOURCE) };
+        PGresult *m = kf_db_exec(db,
+            "SELECT count(*) FROM jobs j JOIN candidates k ON k.id = j.candidate_id JOIN campaigns c"
+            " ON c.id = j.campaign_id JOIN tasks t ON t.id = c.task_id WHERE j.id = $1::bigint AND k.id = $2::bigint"
+            " AND t.id = $3::bigint AND t.sha256 = $4 AND k.defines = $5::jsonb AND k.source = $6", 6, pp, err,
+            sizeof(err));
+        pl_ok = row >= 0 && m && kf_db_i64(m, 0, 0, 0) == 1;
+        if (m) PQclear(m);
+    }
+    CHECK(pl_ok, "each lease's payload row is its job's source, defines and task (%d rows for %d leases)",
+          pl ? PQntuples(pl) : -1, n);
+    if (pl) PQclear(pl);
     long long first = n > 0 ? l[0].job_id : 0, fifth = n > 4 ? l[4].job_id : 0;
     CHECK(fl.f[0].campaign_id == l[0].campaign_id && fl.f[0].floor == fifth,
           "the floor is the largest id leased (%lld, want %lld)", (long long)fl.f[0].floor, fifth);
@@ -808,13 +834,13 @@ static void part_floors(const char *conninfo)
     char q[256];
     snprintf(q, sizeof(q), "UPDATE jobs SET state = 'queued', lease_deadline = NULL WHERE id = %lld", first);
     exec_ok(db, q);
-    CHECK(kf_queue_lease_floors(db, &qc, &fl, "fa", cls, 1, 1, l, &n, err, sizeof(err)) == KF_Q_OK && n == 1 &&
+    CHECK(kf_queue_lease_floors(db, &qc, &fl, "fa", cls, 1, 1, l, &n, NULL, err, sizeof(err)) == KF_Q_OK && n == 1 &&
               l[0].job_id > fifth,
           "a lease reads from the floor: job %lld after %lld", n ? (long long)l[0].job_id : 0LL, fifth);
     /* the floor refreshed (older than refresh_s): read from the head */
     fl.refresh_s = 0;
     fl.f[0].set_at -= 1.0;
-    CHECK(kf_queue_lease_floors(db, &qc, &fl, "fa", cls, 1, 1, l, &n, err, sizeof(err)) == KF_Q_OK && n == 1 &&
+    CHECK(kf_queue_lease_floors(db, &qc, &fl, "fa", cls, 1, 1, l, &n, NULL, err, sizeof(err)) == KF_Q_OK && n == 1 &&
               l[0].job_id == first,
           "a refreshed floor reads from the head: job %lld, want the requeued %lld", n ? (long long)l[0].job_id : 0LL,
           first);
@@ -822,14 +848,14 @@ static void part_floors(const char *conninfo)
     /* take the rest, then queue the first again: nothing above the floor,
      * so the lease reads from the head before answering NO_JOB */
     int total = 0;
-    while (kf_queue_lease_floors(db, &qc, &fl, "fa", cls, 1, 8, l, &n, err, sizeof(err)) == KF_Q_OK) total += n;
+    while (kf_queue_lease_floors(db, &qc, &fl, "fa", cls, 1, 8, l, &n, NULL, err, sizeof(err)) == KF_Q_OK) total += n;
     CHECK(total == 14, "the other 14 jobs leased (%d)", total);
     exec_ok(db, q);
-    CHECK(kf_queue_lease_floors(db, &qc, &fl, "fa", cls, 1, 1, l, &n, err, sizeof(err)) == KF_Q_OK && n == 1 &&
+    CHECK(kf_queue_lease_floors(db, &qc, &fl, "fa", cls, 1, 1, l, &n, NULL, err, sizeof(err)) == KF_Q_OK && n == 1 &&
               l[0].job_id == first,
           "nothing above the floor: the requeued job %lld below it is leased, not NO_JOB (got %lld)", first,
           n ? (long long)l[0].job_id : 0LL);
-    CHECK(kf_queue_lease_floors(db, &qc, &fl, "fa", cls, 1, 1, l, &n, err, sizeof(err)) == KF_Q_NO_JOB,
+    CHECK(kf_queue_lease_floors(db, &qc, &fl, "fa", cls, 1, 1, l, &n, NULL, err, sizeof(err)) == KF_Q_NO_JOB,
           "an empty queue: NO_JOB");
     CHECK(q1(db, "SELECT count(*) FROM jobs WHERE state = 'queued'") == 0, "every job leased");
     kf_db_close(db);

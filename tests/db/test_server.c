@@ -424,6 +424,83 @@ int main(void)
     }
     CHECK(strncmp(head, "kfarmData(\"index\"", 17) == 0, "periodic export wrote data/index.js");
 
+    /* Two more campaigns of two other tasks, leased side by side: every job
+     * carries its own task (the coordinator keeps the tasks it sent per
+     * serving thread, keyed by id and sha256): name, task.json and files
+     * as stored, whichever task the reply before it carried. */
+    const char *tdirs[2] = { "axpy_f32", "softmax_rows_f32" };
+    for (int c = 0; c < 2; c++) {
+        char td[4096], nm[32];
+        snprintf(td, sizeof(td), "%s/tests/tasks/%s", src_dir(), tdirs[c]);
+        snprintf(nm, sizeof(nm), "srv_t%d", c);
+        /* the task's baseline as a seed of four variants (a tunable it never reads) */
+        char seedp[600], basep[4200], line[1024];
+        snprintf(seedp, sizeof(seedp), "%s/seed_t%d.c", dir, c);
+        snprintf(basep, sizeof(basep), "%s/baseline.c", td);
+        FILE *in = fopen(basep, "r"), *out = fopen(seedp, "w");
+        if (out) fputs("// kfarm:tune UNUSED_T=1,2,3,4\n", out);
+        while (in && out && fgets(line, sizeof(line), in)) fputs(line, out);
+        if (in) fclose(in);
+        if (out) fclose(out);
+        kf_campaign_spec sp2;
+        memset(&sp2, 0, sizeof(sp2));
+        sp2.name = nm;
+        sp2.task_dir = td;
+        sp2.seed_path = seedp;
+        sp2.max_candidates = 4;
+        CHECK(kf_campaign_create(db, &sp2, NULL, err, sizeof(err)) == 0, "%s", err);
+        CHECK(kf_campaign_start(db, nm, err, sizeof(err)) == 0, "%s", err);
+    }
+    int seen_jobs = 0, right = 0, tasks_seen = 0;
+    char last_task[128] = "";
+    for (int i = 0; i < 60 && seen_jobs < 8; i++) {
+        Kfarm__GetJob g = KFARM__GET_JOB__INIT;
+        char *cls[1] = { "cpu" };
+        g.worker_id = "fake-3";
+        g.n_classes = 1;
+        g.classes = cls;
+        g.has_max_jobs = 1;
+        g.max_jobs = 3;
+        Kfarm__Request rq = KFARM__REQUEST__INIT;
+        rq.msg_case = KFARM__REQUEST__MSG_GET_JOB;
+        rq.get_job = &g;
+        Kfarm__Reply *rp = call(&w3, &rq);
+        if (!rp || rp->status != KFARM__STATUS__OK) {
+            if (rp) kfarm__reply__free_unpacked(rp, NULL);
+            sleep_ms(200);
+            continue;
+        }
+        for (size_t k = 0; k <= rp->n_more_jobs; k++) {
+            Kfarm__Job *jb = k == 0 ? rp->job : rp->more_jobs[k - 1];
+            if (!jb) continue;
+            seen_jobs++;
+            char jid[24];
+            snprintf(jid, sizeof(jid), "%llu", (unsigned long long)jb->job_id);
+            size_t nref = 0;
+            const char *ref = "";
+            for (size_t f2 = 0; f2 < jb->n_task_files; f2++)
+                if (!strcmp(jb->task_files[f2]->name, "reference.c")) {
+                    ref = (const char *)jb->task_files[f2]->content.data;
+                    nref = jb->task_files[f2]->content.len;
+                }
+            char *refz = strndup(ref, nref);
+            const char *pp[4] = { jid, jb->task_name, jb->task_json, refz ? refz : "" };
+            PGresult *m = kf_db_exec(db,
+                "SELECT count(*) FROM jobs j JOIN campaigns c ON c.id = j.campaign_id JOIN tasks t ON t.id = c.task_id"
+                " WHERE j.id = $1::bigint AND t.name = $2 AND t.spec_text = $3 AND t.files->>'reference.c' = $4",
+                4, pp, err, sizeof(err));
+            right += m && kf_db_i64(m, 0, 0, 0) == 1;
+            if (m) PQclear(m);
+            free(refz);
+            if (strcmp(last_task, jb->task_name) != 0) tasks_seen++;
+            snprintf(last_task, sizeof(last_task), "%s", jb->task_name);
+        }
+        kfarm__reply__free_unpacked(rp, NULL);
+    }
+    CHECK(seen_jobs >= 8 && right == seen_jobs, "each of %d jobs of three tasks carries its own task (%d right)",
+          seen_jobs, right);
+    CHECK(tasks_seen >= 2, "the jobs came from more than one task (%d changes)", tasks_seen);
+
 end:
     kill(pid, SIGTERM);
     int status = 0, exited = 0;
