@@ -254,7 +254,9 @@ kf_queue_status kf_queue_lease_floors(kf_db *db, const kf_queue_config *cfg, kf_
      * FOR UPDATE SKIP LOCKED (a locking clause may not sit on a UNION). */
     char *sql = NULL;
     if (asprintf(&sql,
-        "WITH pick AS (SELECT x.id, x.cid, row_number() OVER () AS rn FROM"
+        /* MATERIALIZED: pick runs once; an inlined pick (one reference when
+         * max == 1) that the plan ran again would lock the next job */
+        "WITH pick AS MATERIALIZED (SELECT x.id, x.cid, row_number() OVER () AS rn FROM"
         "  (SELECT c.id AS cid, COALESCE(f.floor, 0) AS floor FROM campaigns c"
         "   LEFT JOIN unnest($6::bigint[], $7::bigint[]) AS f(cid, floor) ON f.cid = c.id"
         "   WHERE c.state = 'running'"

@@ -97,7 +97,7 @@ typedef struct {
  * change (their sha256 names their content), so a lease reads only the
  * task's id and hash and the task is read and parsed once per context, not
  * once per reply (task_get). */
-#define KF_SERVER_TASKS 8
+#define KF_SERVER_TASKS KF_QUEUE_MAX_LEASES /* a reply never evicts a task it carries */
 typedef struct {
     int64_t id;              /* 0: empty slot */
     char sha[80];
@@ -674,7 +674,8 @@ static void on_get_job(kf_server *s, const Kfarm__GetJob *m, Kfarm__Reply *rep, 
         return;
     }
     /* every job's source and defines came with its lease; its task from
-     * this context's cache (task_get) */
+     * this context's cache (task_get: as many slots as a reply has jobs, so
+     * jobs that cycle through many tasks miss once per task, not per job) */
     size_t bytes = 0;
     int kept = 0, failed = 0;
     for (int i = 0; i < got && !failed; i++) {

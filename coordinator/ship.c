@@ -9,6 +9,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -758,11 +759,16 @@ static json_t *manifest(const kf_ship_plan *p, const char *commit)
             }
             if (sh->unconfirmed_better)
                 json_object_set_new(so, "unconfirmed_better_results", json_integer(sh->unconfirmed_better));
-            if (sh->entry < 0 && sh->noise_candidate)
-                json_object_set_new(so, "within_noise",
-                                    json_pack("{s:I,s:I,s:f,s:[f,f]}", "candidate_id", (json_int_t)sh->noise_candidate,
-                                              "evaluation_id", (json_int_t)sh->noise_eval, "speedup",
-                                              sh->noise_speedup, "speedup_interval", sh->noise_lo, sh->noise_hi));
+            if (sh->entry < 0 && sh->noise_candidate) { /* a bound a worker's absurd CV made infinite: null */
+                json_t *wn = json_object(), *iv = json_array();
+                json_object_set_new(wn, "candidate_id", json_integer(sh->noise_candidate));
+                json_object_set_new(wn, "evaluation_id", json_integer(sh->noise_eval));
+                json_object_set_new(wn, "speedup", isfinite(sh->noise_speedup) ? json_real(sh->noise_speedup) : json_null());
+                json_array_append_new(iv, isfinite(sh->noise_lo) ? json_real(sh->noise_lo) : json_null());
+                json_array_append_new(iv, isfinite(sh->noise_hi) ? json_real(sh->noise_hi) : json_null());
+                json_object_set_new(wn, "speedup_interval", iv);
+                json_object_set_new(so, "within_noise", wn);
+            }
             json_array_append_new(shapes, so);
         }
         json_object_set_new(o, "shapes", shapes);
