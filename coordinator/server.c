@@ -91,8 +91,6 @@ typedef struct {
     int qlen, qcap;          /* requests queued; at most qcap (2 per serving thread) */
 } srv_shared;
 
-/* One serving context: the top-level server (single-threaded mode, and the
- * owner of everything) or one pool thread with its own connection. */
 /* A task as the coordinator sends it, kept per serving context: tasks never
  * change (their sha256 names their content), so a lease reads only the
  * task's id and hash and the task is read and parsed once per context, not
@@ -106,6 +104,8 @@ typedef struct {
     uint64_t used;           /* task_tick when last used */
 } task_slot;
 
+/* One serving context: the top-level server (single-threaded mode, and the
+ * owner of everything) or one pool thread with its own connection. */
 struct kf_server {
     int sock;
     int raw;                 /* AF_SP_RAW socket: replies carry the request's routing header */
@@ -455,7 +455,7 @@ static void on_register_(kf_server *s, const peer *who, const Kfarm__Register *m
 
 /* Everything a Job reply points into, freed after the reply is sealed. */
 typedef struct {
-    json_t *task, *files, *defines;   /* task: a reference to task_get's object */
+    json_t *task, *defines;   /* task: a reference to task_get's object (its "files" are sent) */
     Kfarm__Job job;
     Kfarm__TaskFile *tf;
     Kfarm__TaskFile **tfp;
@@ -468,7 +468,6 @@ typedef struct {
 static void payload_free(job_payload *p)
 {
     json_decref(p->task);
-    json_decref(p->files);
     json_decref(p->defines);
     free(p->tf);
     free(p->tfp);
@@ -487,9 +486,9 @@ static int build_payload(kf_server *s, const kf_lease *l, job_payload *p, PGresu
 {
     json_error_t je;
     p->task = json_incref(task);
-    p->files = json_incref(json_object_get(task, "files"));
+    json_t *files = json_object_get(task, "files");
     p->defines = json_loads(PQgetvalue(r, row, KF_QUEUE_PL_DEFINES), 0, &je);
-    if (!json_is_object(p->files) || !json_is_object(p->defines)) {
+    if (!json_is_object(files) || !json_is_object(p->defines)) {
         snprintf(err, errlen, "job %lld: stored files/defines are not JSON objects", (long long)l->job_id);
         return -1;
     }
@@ -510,7 +509,7 @@ static int build_payload(kf_server *s, const kf_lease *l, job_payload *p, PGresu
     p->job.lease_token.data = (uint8_t *)l->lease_token;
     p->job.lease_token.len = KF_QUEUE_TOKEN_LEN;
 
-    size_t nf = json_object_size(p->files), nd = json_object_size(p->defines);
+    size_t nf = json_object_size(files), nd = json_object_size(p->defines);
     p->tf = calloc(nf + 1, sizeof(*p->tf));
     p->tfp = calloc(nf + 1, sizeof(*p->tfp));
     p->df = calloc(nd + 1, sizeof(*p->df));
@@ -523,7 +522,7 @@ static int build_payload(kf_server *s, const kf_lease *l, job_payload *p, PGresu
     const char *key;
     json_t *val;
     size_t i = 0;
-    json_object_foreach(p->files, key, val) {
+    json_object_foreach(files, key, val) {
         Kfarm__TaskFile f = KFARM__TASK_FILE__INIT;
         p->tf[i] = f;
         p->tf[i].name = (char *)key;

@@ -87,18 +87,24 @@ static Kfarm__Reply *do_register(kf_wire_client *c)
     return call(c, &req);
 }
 
-static Kfarm__Reply *get_job(kf_wire_client *k, const char *worker)
+/* GetJob for the cpu class, asking for up to max_jobs leases (0: one, the
+ * field left out). */
+static Kfarm__Reply *get_jobs(kf_wire_client *k, const char *worker, uint32_t max_jobs)
 {
     Kfarm__GetJob g = KFARM__GET_JOB__INIT;
     char *cls[1] = { "cpu" };
     g.worker_id = (char *)worker;
     g.n_classes = 1;
     g.classes = cls;
+    g.has_max_jobs = max_jobs > 0;
+    g.max_jobs = max_jobs;
     Kfarm__Request req = KFARM__REQUEST__INIT;
     req.msg_case = KFARM__REQUEST__MSG_GET_JOB;
     req.get_job = &g;
     return call(k, &req);
 }
+
+static Kfarm__Reply *get_job(kf_wire_client *k, const char *worker) { return get_jobs(k, worker, 0); }
 
 int main(void)
 {
@@ -454,17 +460,7 @@ int main(void)
     int seen_jobs = 0, right = 0, tasks_seen = 0;
     char last_task[128] = "";
     for (int i = 0; i < 60 && seen_jobs < 8; i++) {
-        Kfarm__GetJob g = KFARM__GET_JOB__INIT;
-        char *cls[1] = { "cpu" };
-        g.worker_id = "fake-3";
-        g.n_classes = 1;
-        g.classes = cls;
-        g.has_max_jobs = 1;
-        g.max_jobs = 3;
-        Kfarm__Request rq = KFARM__REQUEST__INIT;
-        rq.msg_case = KFARM__REQUEST__MSG_GET_JOB;
-        rq.get_job = &g;
-        Kfarm__Reply *rp = call(&w3, &rq);
+        Kfarm__Reply *rp = get_jobs(&w3, "fake-3", 3);
         if (!rp || rp->status != KFARM__STATUS__OK) {
             if (rp) kfarm__reply__free_unpacked(rp, NULL);
             sleep_ms(200);
