@@ -82,7 +82,9 @@ check "... and after a coordinator restart" \
 # ---- unauthenticated big frames ----
 t0=$(cpu_ticks)
 probe - "$T_ADDR" bigframe 20 $((8 * 1024 * 1024)) >/dev/null
-probe - "$T_ADDR" bigframe 200 $((1024 * 1024)) >"$T_DIR/big.txt"
+# Each 1 MiB refusal may wait up to 5 s: a loaded CI host once answered one
+# later than 150 ms, and the REQ socket then dropped it as unanswered.
+probe - "$T_ADDR" bigframe 200 $((1024 * 1024)) 5000 >"$T_DIR/big.txt"
 t1=$(cpu_ticks)
 us=$(( (t1 - t0) * 1000000 / $(getconf CLK_TCK) / 220 ))
 # Its CPU cost is a number for tools/bench (bench_wire), not a pass/fail
@@ -91,7 +93,7 @@ us=$(( (t1 - t0) * 1000000 / $(getconf CLK_TCK) / 220 ))
 # answered with a notice, none of them stored or served) and the
 # coordinator goes on serving (checked below).
 log "coordinator CPU per unauthenticated 1-8 MiB frame: ${us} us (not a pass/fail criterion)"
-check "unauthenticated 1 MiB frames are each answered with a refusal" grep -q "bigframe sent 200, answered 200" "$T_DIR/big.txt"
+check "unauthenticated 1 MiB frames are each answered with a refusal ($(cat "$T_DIR/big.txt"))" grep -q "bigframe sent 200, answered 200" "$T_DIR/big.txt"
 
 # ---- idle connections ----
 "$KFARM_BIN/kf_probe" - "$TCP" idle 2000 60 >"$T_DIR/idle.txt" &

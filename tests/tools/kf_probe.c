@@ -11,7 +11,9 @@
  *   kf_probe CRED ADDR capture FILE          send one GetJob, keep its exact bytes in FILE
  *   kf_probe CRED ADDR flood N               N more GetJob requests (each a new counter)
  *   kf_probe -    ADDR replay FILE           send FILE's bytes again; prints the answer
- *   kf_probe -    ADDR bigframe N SIZE       N frames of SIZE bytes under a made-up key
+ *   kf_probe -    ADDR bigframe N SIZE [MS]  N frames of SIZE bytes under a made-up key, each
+ *                                            waiting up to 150 ms for its answer; with MS, up
+ *                                            to MS ms each, stopping after 3 unanswered in a row
  *   kf_probe -    ADDR idle N SECONDS        hold N idle TCP connections (tcp:// ADDR)
  */
 #include <arpa/inet.h>
@@ -169,14 +171,14 @@ int main(int argc, char **argv)
         sleep((unsigned)secs);
         return 0;
     }
-    if (!strcmp(cmd, "bigframe") && argc == 6) {
+    if (!strcmp(cmd, "bigframe") && (argc == 6 || argc == 7)) {
         int n = atoi(argv[4]);
         size_t size = (size_t)atol(argv[5]);
-        int s = open_sock(addr, 150);
+        int s = open_sock(addr, argc == 7 ? atoi(argv[6]) : 150);
         uint8_t *body = calloc(1, size), fake[KF_WIRE_KEY_LEN], inst[KF_WIRE_INSTANCE_LEN] = { 0 };
         RAND_bytes(fake, sizeof(fake));
-        int answered = 0;
-        for (int i = 0; i < n; i++) {
+        int answered = 0, missed_run = 0, sent = 0;
+        for (int i = 0; i < n && (argc == 6 || missed_run < 3); i++, sent++) {
             uint8_t *f;
             size_t fl;
             if (kf_frame_seal(KF_FRAME_REQUEST, fake, have ? name : "w1", inst, (uint64_t)i + 1, body,
@@ -190,10 +192,13 @@ int main(int argc, char **argv)
             int got = nn_recv(s, &buf, NN_MSG, 0);
             if (got > 0) {
                 answered++;
+                missed_run = 0;
                 nn_freemsg(buf);
+            } else {
+                missed_run++;
             }
         }
-        printf("bigframe sent %d, answered %d\n", n, answered);
+        printf("bigframe sent %d, answered %d\n", sent, answered);
         return 0;
     }
     if (!strcmp(cmd, "replay") && argc == 5) {
