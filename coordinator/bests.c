@@ -5,9 +5,13 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 #include "noise.h"
+
+#define KF_STR_(x) #x
+#define KF_STR(x) KF_STR_(x)
 
 /* x where it is a positive number, else NULL (SQL) */
 #define POS(x) "CASE WHEN " x " > 0 THEN " x " END"
@@ -43,6 +47,256 @@ static json_t *row_json(PGresult *r, int i, int off)
 static double jd(json_t *o, const char *k)
 {
     return json_number_value(json_object_get(o, k));
+}
+
+/* ---- the overall best of a campaign with several targets ----
+ *
+ * The overall best is the candidate ok on every target, confirmed on every
+ * target first, then by the geometric mean of its speedups, then by id; its
+ * ties are the candidates whose geometric-mean interval overlaps its own.
+ * OVERALL_SQL computes them over the candidates in $2 (NULL: all of the
+ * campaign's, grouping every ok result: 180 ms at 1,000,000 evaluations).
+ *
+ * overall_walk finds a set of candidates that holds the winner and every
+ * tie, reading each target's results from the top (Fagin's threshold
+ * algorithm, "Optimal aggregation algorithms for middleware", PODS 2001):
+ * a candidate not among the first m results of any target has, on each
+ * target, at most the m-th value there, so its geometric mean is at most
+ * the geometric mean of those m-th values (tau). Then:
+ *   1. the candidates with a confirmed result (few: evaluations_confirming):
+ *      a candidate confirmed on every target is among them, and if one is,
+ *      the winner is;
+ *   2. else the first m results by speedup of each target
+ *      (evaluations_ok_target), m doubling, until the best of the set is
+ *      faster than tau, or a target has no more results (then every
+ *      candidate ok on every target has been seen);
+ *   3. the ties: by the upper end of the interval
+ *      (evaluations_ok_campaign, schema/010_status.sql) until tau is below
+ *      the winner's lower end: a candidate not seen cannot reach it.
+ * OVERALL_SQL over that set then ranks exactly as over the whole campaign.
+ * Where the bound does not hold -- a value that is not a positive finite
+ * number (ln() of it is skipped or infinite), a winner whose lower end is
+ * not positive (everything ties with it) -- or the walk grows past
+ * WALK_MAX, the whole campaign is grouped instead. */
+#define OK_PRED                                                                                    \
+    "e.is_final AND e.verdict = 'ok' AND e.speedup > 0 AND e.job_purpose = 'eval'"
+static const char OVERALL_SQL[] =
+    /* from the final ok results only: a job per target and candidate
+     * (jobs_one_eval), so a candidate is ok on every target when it has
+     * that many of them. ln() only of positive values (an interval's end
+     * may be missing). evaluations_ok_campaign holds every column read
+     * here: an index-only scan without a join (or, for a set, the
+     * candidates' results by evaluations_candidate) */
+    "WITH g AS MATERIALIZED (SELECT e.candidate_id id,"
+    "  exp(avg(ln(e.speedup))) sp, exp(avg(ln(" POS("COALESCE(e.speedup_lo, e.speedup)") "))) lo,"
+    "  exp(avg(ln(" POS("COALESCE(e.speedup_hi, e.speedup)") "))) hi, max(e.cv) cv,"
+    "  bool_and(e.confirmation = 'confirmed') conf "
+    " FROM evaluations e"
+    " WHERE " OK_PRED " AND e.confirmation <> 'disputed' AND e.job_campaign_id = $1::bigint"
+    "  AND ($2::bigint[] IS NULL OR e.candidate_id = ANY($2::bigint[]))"
+    " GROUP BY e.candidate_id"
+    " HAVING count(*) = (SELECT cardinality(targets) FROM campaigns WHERE id = $1::bigint)),"
+    /* the winner, then only the rows whose interval overlaps its own (the
+     * ties, as kf_noise_tie below reads them: a missing end is 0): the
+     * campaign's other candidates are not sent, nor their defines */
+    " top AS (SELECT * FROM g ORDER BY conf DESC, sp DESC, id LIMIT 1) "
+    "SELECT g.id, g.sp, g.lo, g.hi, g.cv, CASE WHEN g.id = top.id THEN"
+    "  (SELECT k.defines::text FROM candidates k WHERE k.id = g.id) END, g.conf"
+    " FROM g, top WHERE g.id = top.id OR (COALESCE(g.lo, 0) <= COALESCE(top.hi, 0)"
+    "  AND COALESCE(top.lo, 0) <= COALESCE(g.hi, 0)) "
+    "ORDER BY g.id <> top.id, g.conf DESC, g.sp DESC, g.id";
+
+/* the first $2 results of each target of campaign $1 by speedup (by the
+ * interval's upper end: WALK_HI_SQL), not disputed: target ordinal,
+ * candidate, value */
+#define WALK_SQL(V)                                                                                \
+    "SELECT t.o, x.candidate_id, x.v FROM campaigns c CROSS JOIN unnest(c.targets) WITH ORDINALITY t(t, o)" \
+    " CROSS JOIN LATERAL (SELECT e.candidate_id, " V " AS v FROM evaluations e"                     \
+    "   WHERE " OK_PRED " AND e.confirmation <> 'disputed'"                                         \
+    "   AND e.job_campaign_id = c.id AND e.job_target = t.t ORDER BY " V " DESC LIMIT $2::int) x"    \
+    " WHERE c.id = $1::bigint"
+static const char WALK_SP_SQL[] = WALK_SQL("e.speedup");
+static const char WALK_HI_SQL[] = WALK_SQL("COALESCE(e.speedup_hi, e.speedup)");
+
+#define WALK_FIRST 64      /* results per target read first; doubled each round */
+#define WALK_MAX 65536     /* past this many per target, or candidates in the set: group them all */
+#define WALK_EPS 1e-9      /* relative margin for the threshold: tau is computed here, the means
+                            * in PostgreSQL, each with its own rounding */
+#define WALK_MAX_TARGETS 64
+
+/* a set of candidate ids */
+typedef struct {
+    int64_t *v;
+    size_t n, cap;
+} idset;
+
+static int idset_add(idset *s, int64_t id)
+{
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 256;
+        int64_t *v = realloc(s->v, cap * sizeof(*v));
+        if (!v) return -1;
+        s->v = v;
+        s->cap = cap;
+    }
+    s->v[s->n++] = id;
+    return 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* sorts and dedupes s; its PostgreSQL array literal, malloc'd, or NULL */
+static char *idset_text(idset *s)
+{
+    if (s->n) qsort(s->v, s->n, sizeof(*s->v), cmp_i64);
+    size_t k = 0;
+    for (size_t i = 0; i < s->n; i++)
+        if (k == 0 || s->v[i] != s->v[k - 1]) s->v[k++] = s->v[i];
+    s->n = k;
+    char *t = malloc(s->n * 21 + 3), *p = t;
+    if (!t) return NULL;
+    *p++ = '{';
+    for (size_t i = 0; i < s->n; i++) p += sprintf(p, i ? ",%lld" : "%lld", (long long)s->v[i]);
+    *p++ = '}';
+    *p = 0;
+    return t;
+}
+
+/* OVERALL_SQL over the candidates of s (NULL: all) */
+static PGresult *overall_rows(kf_db *db, const char *cid, idset *s, char *err, size_t errlen)
+{
+    char *ids = s ? idset_text(s) : NULL;
+    if (s && !ids) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    const char *p[2] = { cid, ids };
+    PGresult *r = kf_db_exec(db, OVERALL_SQL, 2, p, err, errlen);
+    free(ids);
+    return r;
+}
+
+/* One round of the walk over the nt targets: the first m results of each
+ * (sql: WALK_SP_SQL or WALK_HI_SQL) into s, and into *tau the geometric
+ * mean of each target's last value read. 1: a target has fewer than m (all
+ * of its results read), 0: not, 2: a value is not a positive finite number
+ * (the bound does not hold), -1: error in err. */
+static int walk_round(kf_db *db, const char *cid, const char *sql, int nt, int m, idset *s, double *tau,
+                      char *err, size_t errlen)
+{
+    char ms[24];
+    snprintf(ms, sizeof(ms), "%d", m);
+    const char *p[2] = { cid, ms };
+    PGresult *r = kf_db_exec(db, sql, 2, p, err, errlen);
+    if (!r) return -1;
+    int count[WALK_MAX_TARGETS + 1] = { 0 };
+    double last[WALK_MAX_TARGETS + 1] = { 0 };
+    for (int i = 0; i < PQntuples(r); i++) {
+        int o = (int)kf_db_i64(r, i, 0, 0);
+        double v = kf_db_f64(r, i, 2, 0);
+        if (o < 1 || o > nt || !(v > 0) || !isfinite(v)) {
+            PQclear(r);
+            return 2;
+        }
+        if (idset_add(s, kf_db_i64(r, i, 1, 0)) < 0) {
+            PQclear(r);
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        if (count[o] == 0 || v < last[o]) last[o] = v;
+        count[o]++;
+    }
+    PQclear(r);
+    double lsum = 0;
+    for (int o = 1; o <= nt; o++) {
+        if (count[o] < m) return 1;
+        lsum += log(last[o]);
+    }
+    *tau = exp(lsum / nt);
+    return 0;
+}
+
+/* The overall best and its ties of campaign cid with nt targets: rows of
+ * OVERALL_SQL over the set the walk above finds, or over the whole
+ * campaign where the bound does not hold. NULL with err on errors. */
+static PGresult *overall_walk(kf_db *db, const char *cid, int nt, char *err, size_t errlen)
+{
+    if (nt < 2 || nt > WALK_MAX_TARGETS) return overall_rows(db, cid, NULL, err, errlen);
+    idset s = { 0 };
+    PGresult *g = NULL;
+    double tau = 0;
+    int rc = 0;
+    /* 1. the candidates with a confirmed result (few; evaluations_confirming) */
+    const char *p[1] = { cid };
+    PGresult *r = kf_db_exec(db,
+        "SELECT DISTINCT e.candidate_id FROM evaluations e WHERE e.confirmation IN ('confirmed', 'pending')"
+        " AND e.confirmation = 'confirmed' AND " OK_PRED " AND e.job_campaign_id = $1::bigint"
+        " LIMIT " KF_STR(WALK_MAX), 1, p, err, errlen);
+    if (!r) goto fail;
+    for (int i = 0; i < PQntuples(r); i++)
+        if (idset_add(&s, kf_db_i64(r, i, 0, 0)) < 0) {
+            PQclear(r);
+            goto oom;
+        }
+    int many = PQntuples(r) >= WALK_MAX;
+    PQclear(r);
+    if (many) goto whole;
+    if (s.n) {
+        if (!(g = overall_rows(db, cid, &s, err, errlen))) goto fail;
+    }
+    /* 2. no candidate confirmed everywhere: the fastest by speedup */
+    if (!g || PQntuples(g) == 0 || *PQgetvalue(g, 0, 6) != 't') {
+        for (int m = WALK_FIRST;; m *= 2) {
+            if (m > WALK_MAX || s.n > WALK_MAX) goto whole;
+            rc = walk_round(db, cid, WALK_SP_SQL, nt, m, &s, &tau, err, errlen);
+            if (rc < 0) goto fail;
+            if (rc == 2) goto whole;
+            PQclear(g);
+            if (!(g = overall_rows(db, cid, &s, err, errlen))) goto fail;
+            if (rc == 1) break; /* a target read whole: every candidate ok everywhere is in s */
+            if (PQntuples(g) > 0 && kf_db_f64(g, 0, 1, 0) > tau * (1 + WALK_EPS)) break;
+        }
+    }
+    if (PQntuples(g) == 0) goto done; /* no candidate is ok on every target */
+    /* 3. its ties: down each target by the interval's upper end */
+    double lo = kf_db_f64(g, 0, 2, 0);
+    if (PQgetisnull(g, 0, 2) || !(lo > 0) || !isfinite(lo)) goto whole;
+    /* an upper end <= 0 lower down is left out of its candidate's mean
+     * (POS): that mean is then not bounded by the walk */
+    r = kf_db_exec(db,
+        "SELECT count(*) FROM campaigns c CROSS JOIN unnest(c.targets) t(t) CROSS JOIN LATERAL"
+        " (SELECT 1 FROM evaluations e WHERE " OK_PRED " AND e.job_campaign_id = c.id AND e.job_target = t.t"
+        "  AND COALESCE(e.speedup_hi, e.speedup) <= 0 LIMIT 1) x WHERE c.id = $1::bigint", 1, p, err, errlen);
+    if (!r) goto fail;
+    int nonpos = kf_db_i64(r, 0, 0, 0) > 0;
+    PQclear(r);
+    if (nonpos) goto whole;
+    for (int m = WALK_FIRST;; m *= 2) {
+        if (m > WALK_MAX || s.n > WALK_MAX) goto whole;
+        rc = walk_round(db, cid, WALK_HI_SQL, nt, m, &s, &tau, err, errlen);
+        if (rc < 0) goto fail;
+        if (rc == 2) goto whole;
+        if (rc == 1 || tau < lo * (1 - WALK_EPS)) break;
+    }
+    PQclear(g);
+    g = overall_rows(db, cid, &s, err, errlen);
+done:
+    free(s.v);
+    return g;
+whole:
+    PQclear(g);
+    free(s.v);
+    return overall_rows(db, cid, NULL, err, errlen);
+oom:
+    snprintf(err, errlen, "out of memory");
+fail:
+    PQclear(g);
+    free(s.v);
+    return NULL;
 }
 
 json_t *kf_bests(kf_db *db, int64_t campaign_id, char *err, size_t errlen)
@@ -190,35 +444,7 @@ json_t *kf_bests_top(kf_db *db, int64_t campaign_id, int max_ties, char *err, si
             json_object_set_new(overall, "ties", ties);
         }
     } else {
-        r = kf_db_exec(db,
-            /* from the final ok results only (their partial indexes,
-             * schema 006; a fifth of all at 1,000,000 evaluations: 0.9 s
-             * instead of 3.3 s grouping every candidate's results): a job
-             * per target and candidate (jobs_one_eval), so a candidate is
-             * ok on every target when it has that many of them. ln() only
-             * of positive values (an interval's end may be missing).
-             * evaluations_ok_campaign (schema 009) holds every column
-             * read here, for this campaign only: an index-only scan
-             * without a join */
-            "WITH g AS MATERIALIZED (SELECT e.candidate_id id,"
-            "  exp(avg(ln(e.speedup))) sp, exp(avg(ln(" POS("COALESCE(e.speedup_lo, e.speedup)") "))) lo,"
-            "  exp(avg(ln(" POS("COALESCE(e.speedup_hi, e.speedup)") "))) hi, max(e.cv) cv,"
-            "  bool_and(e.confirmation = 'confirmed') conf "
-            " FROM evaluations e"
-            " WHERE e.is_final AND e.verdict = 'ok' AND e.speedup > 0 AND e.confirmation <> 'disputed'"
-            "  AND e.job_campaign_id = $1::bigint AND e.job_purpose = 'eval'"
-            " GROUP BY e.candidate_id"
-            " HAVING count(*) = (SELECT cardinality(targets) FROM campaigns WHERE id = $1::bigint)),"
-            /* the winner, then only the rows whose interval overlaps its
-             * own (the ties, as kf_noise_tie below reads them: a missing end
-             * is 0): the
-             * campaign's other candidates are not sent, nor their defines */
-            " top AS (SELECT * FROM g ORDER BY conf DESC, sp DESC, id LIMIT 1) "
-            "SELECT g.id, g.sp, g.lo, g.hi, g.cv, CASE WHEN g.id = top.id THEN"
-            "  (SELECT k.defines::text FROM candidates k WHERE k.id = g.id) END, g.conf"
-            " FROM g, top WHERE g.id = top.id OR (COALESCE(g.lo, 0) <= COALESCE(top.hi, 0)"
-            "  AND COALESCE(top.lo, 0) <= COALESCE(g.hi, 0)) "
-            "ORDER BY g.id <> top.id, g.conf DESC, g.sp DESC, g.id", 1, p, err, errlen);
+        r = overall_walk(db, cid, (int)json_array_size(targets), err, errlen);
         if (!r) {
             json_decref(out);
             return NULL;

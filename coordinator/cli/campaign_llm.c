@@ -98,16 +98,18 @@ int kf_cli_campaign_progress(kf_db *db, const char *name)
         "SELECT c.strategy, c.strategy_state::text, c.max_candidates,"
         " (SELECT COALESCE(sum(n), 0) FROM campaign_counts k WHERE k.campaign_id = c.id"
         "    AND k.what = 'candidate' AND k.proposer <> 'seed'),"
-        " (SELECT string_agg(state || ' ' || n, ', ' ORDER BY state) FROM (SELECT state, count(*) n"
-        "    FROM proposals WHERE campaign_id = c.id GROUP BY state) s),"
-        " (SELECT COALESCE(sum(prompt_tokens), 0) FROM proposals WHERE campaign_id = c.id),"
-        " (SELECT COALESCE(sum(completion_tokens), 0) FROM proposals WHERE campaign_id = c.id),"
+        " pr.states, COALESCE(pr.pt, 0), COALESCE(pr.ct, 0),"
         " c.config->>'max_tokens', c.config->>'max_rounds', c.config->'llm'->>'model',"
-        " (c.config->>'review')::boolean,"
-        " (SELECT count(*) FROM proposals WHERE campaign_id = c.id AND state = 'review'),"
+        " (c.config->>'review')::boolean, COALESCE(pr.review, 0),"
         " (SELECT count(*) FROM hints WHERE campaign_id = c.id),"
         " (SELECT count(DISTINCT document) FROM doc_chunks WHERE campaign_id = c.id)"
-        " FROM campaigns c WHERE c.name = $1", 1, p, err, sizeof(err));
+        /* the proposals read once (counts by state, tokens): three reads
+         * of a long campaign's 18,200 proposals took 20-35 ms */
+        " FROM campaigns c LEFT JOIN LATERAL (SELECT string_agg(state || ' ' || n, ', ' ORDER BY state) states,"
+        "   sum(pt) pt, sum(ct) ct, sum(n) FILTER (WHERE state = 'review') review FROM"
+        "   (SELECT state, count(*) n, COALESCE(sum(prompt_tokens), 0) pt, COALESCE(sum(completion_tokens), 0) ct"
+        "    FROM proposals WHERE campaign_id = c.id GROUP BY state) s) pr ON true"
+        " WHERE c.name = $1", 1, p, err, sizeof(err));
     if (!r) return kf_cli_fail("%s", err);
     if (PQntuples(r) == 0) {
         PQclear(r);

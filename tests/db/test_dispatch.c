@@ -53,6 +53,7 @@
 #include <nanomsg/reqrep.h>
 
 #include "bests.h"
+#include "noise.h"
 #include "campaign.h"
 #include "db.h"
 #include "kf_wire.h"
@@ -861,11 +862,180 @@ static void part_floors(const char *conninfo)
     kf_db_close(db);
 }
 
+/* ---- part 5: the overall best of a campaign with several targets ---- */
+
+/* The overall best and its ties as grouping every ok result of the
+ * campaign finds them (the rule of bests.h: ok on every target, confirmed
+ * everywhere first, then the geometric mean, then the id; ties: the
+ * intervals overlap, kf_noise_tie): best into *best (0: none), ties into
+ * ties[0..*nt). */
+static void overall_by_grouping(kf_db *db, int64_t cid, long long *best, long long *ties, int *nt, int cap)
+{
+    char sql[2048], err[512];
+    snprintf(sql, sizeof(sql),
+        "WITH g AS (SELECT e.candidate_id id, exp(avg(ln(e.speedup))) sp,"
+        "  exp(avg(ln(CASE WHEN COALESCE(e.speedup_lo, e.speedup) > 0 THEN COALESCE(e.speedup_lo, e.speedup) END))) lo,"
+        "  exp(avg(ln(CASE WHEN COALESCE(e.speedup_hi, e.speedup) > 0 THEN COALESCE(e.speedup_hi, e.speedup) END))) hi,"
+        "  bool_and(e.confirmation = 'confirmed') conf"
+        " FROM evaluations e JOIN jobs j ON j.id = e.job_id"
+        " WHERE j.campaign_id = %lld AND j.purpose = 'eval' AND e.is_final AND e.verdict = 'ok'"
+        "  AND e.speedup > 0 AND e.confirmation <> 'disputed'"
+        " GROUP BY e.candidate_id HAVING count(*) = (SELECT cardinality(targets) FROM campaigns WHERE id = %lld))"
+        " SELECT id, COALESCE(lo, 0), COALESCE(hi, 0) FROM g ORDER BY conf DESC, sp DESC, id",
+        (long long)cid, (long long)cid);
+    *best = 0;
+    *nt = 0;
+    PGresult *r = kf_db_exec(db, sql, 0, NULL, err, sizeof(err));
+    if (!r) {
+        fprintf(stderr, "overall by grouping: %s\n", err);
+        return;
+    }
+    double lo = 0, hi = 0;
+    for (int i = 0; i < PQntuples(r); i++) {
+        double l = kf_db_f64(r, i, 1, 0), h = kf_db_f64(r, i, 2, 0);
+        if (i == 0) {
+            *best = kf_db_i64(r, i, 0, 0);
+            lo = l;
+            hi = h;
+        } else if (l <= hi && lo <= h && kf_noise_tie(l, h, lo, hi) && *nt < cap) {
+            ties[(*nt)++] = kf_db_i64(r, i, 0, 0);
+        }
+    }
+    PQclear(r);
+}
+
+/* One generated campaign (3 targets, n candidates) whose results follow
+ * `shape`; kf_bests' overall best and ties must equal grouping them all. */
+static void check_overall(kf_db *db, const char *name, int n, double seed, const char *shape)
+{
+    char err[1024], task[4096], sql[4096];
+    snprintf(task, sizeof(task), "%s/tests/tasks/farm_axpy_f32", src_dir());
+    kf_campaign_spec spec;
+    memset(&spec, 0, sizeof(spec));
+    spec.name = name;
+    spec.task_dir = task;
+    spec.strategy = "tune";
+    spec.targets[0] = "cpu";
+    spec.n_targets = 1;
+    int64_t cid = 0;
+    if (kf_campaign_create(db, &spec, &cid, err, sizeof(err)) < 0) {
+        CHECK(0, "%s: campaign: %s", name, err);
+        return;
+    }
+    /* three targets: routing classes only (a cpu task, as no GPU runs here) */
+    snprintf(sql, sizeof(sql), "UPDATE campaigns SET targets = ARRAY['cpu','sm_80','sm_90'] WHERE id = %lld",
+             (long long)cid);
+    exec_ok(db, sql);
+    /* x, y, z: three uniform draws per candidate and target (u1, u2, u3);
+     * `shape` makes the speedup sp, the interval's half width w (NULL: no
+     * interval), the verdict ok (o) and the confirmation (cf) of them */
+    char st[6][1024];
+    snprintf(st[0], sizeof(st[0]), "SELECT setseed(%g)", seed);
+    snprintf(st[1], sizeof(st[1]),
+        "INSERT INTO candidates (campaign_id, source, sha256, defines, proposer)"
+        " SELECT %lld, 'x', 'x', jsonb_build_object('T', g::text), 'human' FROM generate_series(1, %d) g",
+        (long long)cid, n);
+    snprintf(st[2], sizeof(st[2]),
+        "INSERT INTO jobs (candidate_id, campaign_id, target, purpose, state)"
+        " SELECT k.id, k.campaign_id, t, 'eval', 'done' FROM candidates k, unnest(ARRAY['cpu','sm_80','sm_90']) t"
+        " WHERE k.campaign_id = %lld AND k.proposer = 'human' ORDER BY k.id, t", (long long)cid);
+    snprintf(st[3], sizeof(st[3]),
+        "CREATE TEMP TABLE gen AS SELECT j.id job, j.candidate_id cand, j.target t, random() u1, random() u2,"
+        " random() u3, random() u4 FROM jobs j WHERE j.campaign_id = %lld ORDER BY j.id", (long long)cid);
+    snprintf(sql, sizeof(sql),
+        "INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, verdict, speedup, speedup_lo,"
+        " speedup_hi, cv, confirmation, is_final)"
+        " SELECT job, cand, 1, 'w', CASE WHEN o THEN 'ok' ELSE 'incorrect' END, sp,"
+        "  CASE WHEN w IS NOT NULL THEN sp * (1 - w) END, CASE WHEN w IS NOT NULL THEN sp * (1 + w) END, 0.01, cf, true"
+        " FROM (SELECT job, cand, %s FROM (SELECT g.*, c.u1 cu FROM gen g JOIN gen c ON c.cand = g.cand"
+        "   AND c.t = 'cpu') y) x", shape);
+    snprintf(st[4], sizeof(st[4]), "DROP TABLE gen");
+    for (int i = 0; i < 5; i++) {
+        if (kf_db_cmd(db, st[i], 0, NULL, err, sizeof(err)) < 0 ||
+            (i == 3 && kf_db_cmd(db, sql, 0, NULL, err, sizeof(err)) < 0)) {
+            CHECK(0, "%s: generate: %s", name, err);
+            return;
+        }
+    }
+    long long best, ties[4096];
+    int nt;
+    overall_by_grouping(db, cid, &best, ties, &nt, 4096);
+    json_t *b = kf_bests(db, cid, err, sizeof(err));
+    CHECK(b != NULL, "%s: kf_bests: %s", name, err);
+    if (!b) return;
+    json_t *ov = json_object_get(b, "overall"), *jt = json_object_get(ov, "ties");
+    long long got = json_is_null(ov) ? 0 : (long long)json_integer_value(json_object_get(ov, "candidate"));
+    int same = got == best && (best == 0 || (int)json_array_size(jt) == nt);
+    for (int i = 0; same && best && i < nt; i++) same = json_integer_value(json_array_get(jt, (size_t)i)) == ties[i];
+    CHECK(same, "%s: overall best %lld with %zu ties; grouping every result: %lld with %d", name, got,
+          best ? json_array_size(jt) : 0, best, nt);
+    json_decref(b);
+}
+
+static void part_overall(const char *conninfo)
+{
+    char err[1024];
+    kf_db *db = kf_db_open(conninfo, err, sizeof(err));
+    CHECK(db != NULL, "%s", err);
+    if (!db) return;
+    CHECK(kf_db_migrate(db, NULL, err, sizeof(err)) == 0, "%s", err);
+    /* correlated targets, narrow intervals, a tenth not ok somewhere */
+    static const char corr[] =
+        "0.5 + 3 * cu + 0.3 * u2 AS sp, 0.01 + 0.05 * u3 AS w, u4 > 0.1 AS o, 'none' AS cf";
+    /* independent targets, wide intervals: many ties, a deep walk */
+    static const char indep[] =
+        "0.2 + 4 * u2 AS sp, 0.4 * u3 AS w, u4 > 0.05 AS o, 'none' AS cf";
+    /* fast on one target, slow on another (anti-correlated): the best by
+     * the mean lies deep in every target's list */
+    static const char anti[] =
+        "CASE t WHEN 'cpu' THEN 0.5 + 4 * cu WHEN 'sm_80' THEN 4.5 - 4 * cu ELSE 1 + u2 END AS sp,"
+        " 0.02 * u3 AS w, true AS o, 'none' AS cf";
+    /* repeated speedups, no intervals, disputes: ranks by id, points tie */
+    static const char rep[] =
+        "round((1 + 2 * u2)::numeric, 1)::float8 AS sp, NULL::float8 AS w, true AS o,"
+        " CASE WHEN u4 < 0.05 THEN 'disputed' ELSE 'none' END AS cf";
+    /* a few confirmed candidates (some confirmed on every target, slower
+     * than the unconfirmed best), some pending */
+    static const char conf[] =
+        "0.5 + 3 * cu + 0.3 * u2 AS sp, 0.03 * u3 AS w, true AS o,"
+        " CASE WHEN cu < 0.03 THEN 'confirmed' WHEN cu > 0.99 AND u4 < 0.5 THEN 'confirmed'"
+        "  WHEN u4 < 0.02 THEN 'pending' ELSE 'none' END AS cf";
+    /* confirmed results, but no candidate confirmed on every target */
+    static const char conf_part[] =
+        "0.5 + 3 * cu + 0.3 * u2 AS sp, 0.03 * u3 AS w, true AS o,"
+        " CASE WHEN t = 'cpu' AND u4 < 0.2 THEN 'confirmed' ELSE 'none' END AS cf";
+    /* upper ends below 0 here and there (ln() skips them: the walk's bound
+     * does not hold), the fastest candidates' lower ends at 0 (every
+     * candidate ties with such a best): the whole campaign is grouped */
+    static const char odd[] =
+        "0.5 + 3 * cu AS sp, CASE WHEN cu > 0.995 THEN 1.0 WHEN u4 < 0.01 THEN -1.5 ELSE 0.05 END AS w,"
+        " true AS o, 'none' AS cf";
+    static const char odd_hi[] =
+        "0.5 + 3 * cu AS sp, CASE WHEN u4 < 0.01 THEN -1.5 ELSE 0.05 END AS w, true AS o, 'none' AS cf";
+    /* a target where almost nothing is ok: few candidates qualify */
+    static const char sparse[] =
+        "0.5 + 3 * u2 AS sp, 0.02 AS w, (t <> 'sm_90' OR u4 < 0.02) AS o, 'none' AS cf";
+    struct { const char *name, *shape; int n; } gen[] = {
+        { "ov_corr", corr, 3000 }, { "ov_indep", indep, 3000 }, { "ov_anti", anti, 3000 },
+        { "ov_rep", rep, 2000 },   { "ov_conf", conf, 2000 },   { "ov_conf_part", conf_part, 2000 },
+        { "ov_odd", odd, 2000 },   { "ov_odd_hi", odd_hi, 2000 }, { "ov_sparse", sparse, 2000 },
+        { "ov_none", sparse, 3 },
+    };
+    for (size_t i = 0; i < sizeof(gen) / sizeof(gen[0]); i++)
+        for (int k = 0; k < 2; k++) {
+            char name[64];
+            snprintf(name, sizeof(name), "%s_%d", gen[i].name, k);
+            check_overall(db, name, gen[i].n, 0.1 + 0.3 * k + 0.01 * (double)i, gen[i].shape);
+        }
+    kf_db_close(db);
+}
+
 int main(void)
 {
-    char c1[1024], c2[1024], c3[1024], c4[1024];
+    char c1[1024], c2[1024], c3[1024], c4[1024], c5[1024];
     if (!fresh_db("kft_dispatch_lib", c1, sizeof(c1)) || !fresh_db("kft_dispatch_srv", c2, sizeof(c2)) ||
-        !fresh_db("kft_dispatch_hist", c3, sizeof(c3)) || !fresh_db("kft_dispatch_floor", c4, sizeof(c4))) {
+        !fresh_db("kft_dispatch_hist", c3, sizeof(c3)) || !fresh_db("kft_dispatch_floor", c4, sizeof(c4)) ||
+        !fresh_db("kft_dispatch_overall", c5, sizeof(c5))) {
         fprintf(stderr, "cannot create a database: is the devdb cluster running (KFARM_DEVDB_DIR)?\n");
         printf("0 passed, 1 failed\n");
         return 1;
@@ -874,6 +1044,7 @@ int main(void)
     part_server(c2);
     part_history(c3);
     part_floors(c4);
+    part_overall(c5);
     /* every evaluation carries its job's campaign, target and purpose
      * (schema 009: the coordinator writes them, a trigger fills them for
      * any other writer), and they are the job's */
