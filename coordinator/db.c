@@ -434,6 +434,47 @@ int kf_db_schema_version(kf_db *db, char *err, size_t errlen)
     return v;
 }
 
+int kf_db_schema_drift(kf_db *db, char *msg, size_t msglen, char *err, size_t errlen)
+{
+    if (msglen) msg[0] = 0;
+    migration m[KF_DB_MAX_EMBEDDED];
+    int n = load_migrations(m, KF_DB_MAX_EMBEDDED, err, errlen);
+    if (n < 0) return -1;
+    PGresult *r = kf_db_exec(db, "SELECT version, name, COALESCE(sha256, '') FROM schema_version ORDER BY version",
+                             0, NULL, err, errlen);
+    int drift = 0;
+    if (!r) {
+        drift = strcmp(db->sqlstate, "42P01") == 0 ? 0 : -1; /* no schema yet: nothing applied */
+    } else {
+        size_t used = 0;
+        for (int i = 0; i < PQntuples(r); i++) {
+            int v = (int)kf_db_i64(r, i, 0, 0);
+            const char *name = PQgetvalue(r, i, 1), *sha = PQgetvalue(r, i, 2);
+            const migration *mine = NULL;
+            for (int k = 0; k < n; k++)
+                if (m[k].version == v) mine = &m[k];
+            char hex[65] = "";
+            if (mine) kf_util_sha256_hex(mine->text, strlen(mine->text), hex);
+            if (mine && !strcmp(name, mine->name) && (!*sha || !strcmp(sha, hex))) continue;
+            drift++;
+            int w;
+            if (!mine)
+                w = snprintf(msg + used, msglen - used, "%s%03d (%s) is not among this build's migrations",
+                             used ? "; " : "", v, name);
+            else if (!*sha || strcmp(name, mine->name))
+                w = snprintf(msg + used, msglen - used, "%s%03d applied as %s, this build has %s",
+                             used ? "; " : "", v, name, mine->name);
+            else
+                w = snprintf(msg + used, msglen - used, "%s%s applied with sha256 %.12s, this build's is %.12s",
+                             used ? "; " : "", name, sha, hex);
+            if (w > 0 && used + (size_t)w < msglen) used += (size_t)w;
+        }
+        PQclear(r);
+    }
+    for (int i = 0; i < n; i++) free(m[i].sql);
+    return drift;
+}
+
 int kf_db_migrate(kf_db *db, int *applied, char *err, size_t errlen)
 {
     migration m[KF_DB_MAX_EMBEDDED];

@@ -74,6 +74,17 @@ void kf_db_rollback(kf_db *db);
  * the server message; that migration is rolled back). */
 int kf_db_migrate(kf_db *db, int *applied, char *err, size_t errlen);
 
+/* The applied migrations whose text differs from this build's: a version
+ * recorded under another file name, or with another sha256 of its text (a
+ * migration edited after that database applied it, or a branch's version
+ * of it), or one this build does not have. Returns how many (0: none, or
+ * no schema yet) and describes them in msg ("007_cover.sql applied with
+ * sha256 1234abcd5678, this build's is ..."; "; " between them), or -1 with
+ * err. Nothing is changed: the schema a database holds is the one its
+ * migrations made, and refusing it would refuse every database that
+ * applied an older text of a migration edited since (002-006 were). */
+int kf_db_schema_drift(kf_db *db, char *msg, size_t msglen, char *err, size_t errlen);
+
 /* Highest applied migration version (0 if none), or -1 on error. */
 int kf_db_schema_version(kf_db *db, char *err, size_t errlen);
 

@@ -202,6 +202,13 @@ int main(int argc, char **argv)
         }
         kf_log("schema at version %d (%d migrations applied now)",
                kf_db_schema_version(db, err, sizeof(err)), applied);
+        char drift[2048];
+        int nd = kf_db_schema_drift(db, drift, sizeof(drift), err, sizeof(err));
+        if (nd > 0)
+            kf_log("warning: %d applied migration%s differ%s from this build's: %s", nd, nd == 1 ? "" : "s",
+                   nd == 1 ? "s" : "", drift);
+        else if (nd < 0)
+            kf_log("warning: cannot compare the applied migrations: %s", err);
     }
 
     /* LLM strategies: proposals are answered by a background thread with its

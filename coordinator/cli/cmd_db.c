@@ -46,6 +46,14 @@ int kf_cli_cmd_db(int argc, char **argv)
             printf("schema at version %d (%d migration%s applied)\n", v, applied,
                    applied == 1 ? "" : "s");
         else printf("%d\n", v);
+        char drift[2048];
+        int nd = v >= 0 ? kf_db_schema_drift(db, drift, sizeof(drift), err, sizeof(err)) : 0;
+        fflush(stdout);
+        if (nd > 0)
+            fprintf(stderr, "kfarm: warning: %d applied migration%s differ%s from this build's: %s\n", nd,
+                    nd == 1 ? "" : "s", nd == 1 ? "s" : "", drift);
+        else if (nd < 0)
+            fprintf(stderr, "kfarm: warning: cannot compare the applied migrations: %s\n", err);
     }
     kf_db_close(db);
     return rc;

@@ -979,6 +979,22 @@ static void part_overall(const char *conninfo)
     CHECK(db != NULL, "%s", err);
     if (!db) return;
     CHECK(kf_db_migrate(db, NULL, err, sizeof(err)) == 0, "%s", err);
+    /* the migrator says when a database holds another text of a migration
+     * than this build's (edited since, or a branch's), and changes nothing */
+    char drift[1024];
+    CHECK(kf_db_schema_drift(db, drift, sizeof(drift), err, sizeof(err)) == 0,
+          "a fresh schema is this build's: %s %s", drift, err);
+    exec_ok(db, "UPDATE schema_version SET sha256 = repeat('0', 64) WHERE version = 7");
+    exec_ok(db, "UPDATE schema_version SET name = '010_other.sql' WHERE version = 10");
+    exec_ok(db, "INSERT INTO schema_version (version, name, sha256) VALUES (999, '999_future.sql', 'x')");
+    int nd = kf_db_schema_drift(db, drift, sizeof(drift), err, sizeof(err));
+    CHECK(nd == 3 && strstr(drift, "007_cover.sql applied with sha256 000000000000") &&
+              strstr(drift, "010 applied as 010_other.sql") && strstr(drift, "999 (999_future.sql) is not among"),
+          "three migrations differ, each named: %d: %s", nd, drift);
+    CHECK(kf_db_migrate(db, NULL, err, sizeof(err)) == 0 &&
+              q1(db, "SELECT count(*) FROM schema_version WHERE version = 7 AND sha256 = repeat('0', 64)") == 1,
+          "migrate leaves an applied migration as it is (%s)", err);
+    exec_ok(db, "DELETE FROM schema_version WHERE version = 999");
     /* correlated targets, narrow intervals, a tenth not ok somewhere */
     static const char corr[] =
         "0.5 + 3 * cu + 0.3 * u2 AS sp, 0.01 + 0.05 * u3 AS w, u4 > 0.1 AS o, 'none' AS cf";
