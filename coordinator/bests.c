@@ -87,12 +87,19 @@ static const char OVERALL_SQL[] =
      * may be missing). evaluations_ok_campaign holds every column read
      * here: an index-only scan without a join (or, for a set, the
      * candidates' results by evaluations_candidate) */
+    /* each mean summed in target order: a float sum depends on its order,
+     * and the rows of a candidate arrive in index order over the whole
+     * campaign but in heap order over a set, so equal candidates would
+     * otherwise rank by the plan. Only the campaign's targets count (the
+     * walk reads those) */
     "WITH g AS MATERIALIZED (SELECT e.candidate_id id,"
-    "  exp(avg(ln(e.speedup))) sp, exp(avg(ln(" POS("COALESCE(e.speedup_lo, e.speedup)") "))) lo,"
-    "  exp(avg(ln(" POS("COALESCE(e.speedup_hi, e.speedup)") "))) hi, max(e.cv) cv,"
+    "  exp(avg(ln(e.speedup) ORDER BY e.job_target)) sp,"
+    "  exp(avg(ln(" POS("COALESCE(e.speedup_lo, e.speedup)") ") ORDER BY e.job_target)) lo,"
+    "  exp(avg(ln(" POS("COALESCE(e.speedup_hi, e.speedup)") ") ORDER BY e.job_target)) hi, max(e.cv) cv,"
     "  bool_and(e.confirmation = 'confirmed') conf "
     " FROM evaluations e"
     " WHERE " OK_PRED " AND e.confirmation <> 'disputed' AND e.job_campaign_id = $1::bigint"
+    "  AND e.job_target = ANY((SELECT targets FROM campaigns WHERE id = $1::bigint)::text[])"
     "  AND ($2::bigint[] IS NULL OR e.candidate_id = ANY($2::bigint[]))"
     " GROUP BY e.candidate_id"
     " HAVING count(*) = (SELECT cardinality(targets) FROM campaigns WHERE id = $1::bigint)),"
@@ -149,14 +156,20 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* sorts and dedupes s; its PostgreSQL array literal, malloc'd, or NULL */
-static char *idset_text(idset *s)
+/* sorts and dedupes s */
+static void idset_unique(idset *s)
 {
     if (s->n) qsort(s->v, s->n, sizeof(*s->v), cmp_i64);
     size_t k = 0;
     for (size_t i = 0; i < s->n; i++)
         if (k == 0 || s->v[i] != s->v[k - 1]) s->v[k++] = s->v[i];
     s->n = k;
+}
+
+/* s deduped; its PostgreSQL array literal, malloc'd, or NULL */
+static char *idset_text(idset *s)
+{
+    idset_unique(s);
     char *t = malloc(s->n * 21 + 3), *p = t;
     if (!t) return NULL;
     *p++ = '{';
@@ -211,6 +224,7 @@ static int walk_round(kf_db *db, const char *cid, const char *sql, int nt, int m
         count[o]++;
     }
     PQclear(r);
+    idset_unique(s); /* each round reads the first rows again */
     double lsum = 0;
     for (int o = 1; o <= nt; o++) {
         if (count[o] < m) return 1;
@@ -220,11 +234,10 @@ static int walk_round(kf_db *db, const char *cid, const char *sql, int nt, int m
     return 0;
 }
 
-/* The overall best and its ties of campaign cid with nt targets: rows of
- * OVERALL_SQL over the set the walk above finds, or over the whole
- * campaign where the bound does not hold. NULL with err on errors. */
-static PGresult *overall_walk(kf_db *db, const char *cid, int nt, char *err, size_t errlen)
+/* overall_walk's statements, in the caller's transaction */
+static PGresult *overall_walk_in(kf_db *db, const char *cid, int nt, int *read, char *err, size_t errlen)
 {
+    *read = -1;
     if (nt < 2 || nt > WALK_MAX_TARGETS) return overall_rows(db, cid, NULL, err, errlen);
     idset s = { 0 };
     PGresult *g = NULL;
@@ -270,7 +283,8 @@ static PGresult *overall_walk(kf_db *db, const char *cid, int nt, char *err, siz
     r = kf_db_exec(db,
         "SELECT count(*) FROM campaigns c CROSS JOIN unnest(c.targets) t(t) CROSS JOIN LATERAL"
         " (SELECT 1 FROM evaluations e WHERE " OK_PRED " AND e.job_campaign_id = c.id AND e.job_target = t.t"
-        "  AND COALESCE(e.speedup_hi, e.speedup) <= 0 LIMIT 1) x WHERE c.id = $1::bigint", 1, p, err, errlen);
+        "  AND e.confirmation <> 'disputed' AND COALESCE(e.speedup_hi, e.speedup) <= 0 LIMIT 1) x"
+        " WHERE c.id = $1::bigint", 1, p, err, errlen);
     if (!r) goto fail;
     int nonpos = kf_db_i64(r, 0, 0, 0) > 0;
     PQclear(r);
@@ -285,6 +299,7 @@ static PGresult *overall_walk(kf_db *db, const char *cid, int nt, char *err, siz
     PQclear(g);
     g = overall_rows(db, cid, &s, err, errlen);
 done:
+    *read = (int)s.n;
     free(s.v);
     return g;
 whole:
@@ -297,6 +312,49 @@ fail:
     PQclear(g);
     free(s.v);
     return NULL;
+}
+
+/* The overall best and its ties of campaign cid with nt targets: rows of
+ * OVERALL_SQL over the set the walk above finds, or over the whole
+ * campaign where the bound does not hold. Its statements read one
+ * snapshot (a REPEATABLE READ transaction of its own, or the caller's: the
+ * export's is one): a result that changed between them -- the winner's
+ * pending result disputed, a candidate completed on its last target --
+ * could otherwise leave a candidate the walk did not read ranked above
+ * the ones it did. NULL with err on errors. */
+static PGresult *overall_walk(kf_db *db, const char *cid, int nt, int *read, char *err, size_t errlen)
+{
+    int own = PQtransactionStatus(kf_db_conn(db)) == PQTRANS_IDLE;
+    if (own && kf_db_cmd(db, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL, err, errlen) < 0)
+        return NULL;
+    PGresult *g = overall_walk_in(db, cid, nt, read, err, errlen);
+    if (own) {
+        char e2[256];
+        if (!g) kf_db_rollback(db);
+        else if (kf_db_commit(db, e2, sizeof(e2)) < 0) {
+            snprintf(err, errlen, "%s", e2);
+            PQclear(g);
+            return NULL;
+        }
+    }
+    return g;
+}
+
+int kf_bests_overall_read(kf_db *db, int64_t campaign_id, char *err, size_t errlen)
+{
+    char cid[24];
+    snprintf(cid, sizeof(cid), "%lld", (long long)campaign_id);
+    const char *p[1] = { cid };
+    PGresult *r = kf_db_exec(db, "SELECT cardinality(targets) FROM campaigns WHERE id = $1::bigint", 1, p, err,
+                             errlen);
+    if (!r) return -2;
+    int nt = PQntuples(r) ? (int)kf_db_i64(r, 0, 0, 0) : 0;
+    PQclear(r);
+    int read = -1;
+    PGresult *g = overall_walk(db, cid, nt, &read, err, errlen);
+    if (!g) return -2;
+    PQclear(g);
+    return read;
 }
 
 json_t *kf_bests(kf_db *db, int64_t campaign_id, char *err, size_t errlen)
@@ -444,7 +502,8 @@ json_t *kf_bests_top(kf_db *db, int64_t campaign_id, int max_ties, char *err, si
             json_object_set_new(overall, "ties", ties);
         }
     } else {
-        r = overall_walk(db, cid, (int)json_array_size(targets), err, errlen);
+        int read;
+        r = overall_walk(db, cid, (int)json_array_size(targets), &read, err, errlen);
         if (!r) {
             json_decref(out);
             return NULL;

@@ -42,4 +42,11 @@ json_t *kf_bests(kf_db *db, int64_t campaign_id, char *err, size_t errlen);
  * of the status. With one target, the overall best's "ties" are cut alike. */
 json_t *kf_bests_top(kf_db *db, int64_t campaign_id, int max_ties, char *err, size_t errlen);
 
+/* How many candidates the overall ranking of campaign_id reads (bests.c's
+ * threshold walk, for a campaign with several targets): the size of the
+ * set it groups, or -1 where it groups the whole campaign (one target, or
+ * the walk's bound does not hold); -2 with reason on errors. For tests and
+ * benchmarks: the ranking is the same either way. */
+int kf_bests_overall_read(kf_db *db, int64_t campaign_id, char *err, size_t errlen);
+
 #endif

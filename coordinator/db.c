@@ -467,7 +467,13 @@ int kf_db_schema_drift(kf_db *db, char *msg, size_t msglen, char *err, size_t er
             else
                 w = snprintf(msg + used, msglen - used, "%s%s applied with sha256 %.12s, this build's is %.12s",
                              used ? "; " : "", name, sha, hex);
-            if (w > 0 && used + (size_t)w < msglen) used += (size_t)w;
+            if (w > 0 && used + (size_t)w < msglen) {
+                used += (size_t)w;
+            } else if (msglen > 4) { /* the rest does not fit: say so, keep what does */
+                size_t at = used + 4 < msglen ? used : msglen - 4;
+                snprintf(msg + at, msglen - at, "...");
+                used = msglen - 1;
+            }
         }
         PQclear(r);
     }

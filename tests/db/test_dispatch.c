@@ -873,9 +873,11 @@ static void overall_by_grouping(kf_db *db, int64_t cid, long long *best, long lo
 {
     char sql[2048], err[512];
     snprintf(sql, sizeof(sql),
-        "WITH g AS (SELECT e.candidate_id id, exp(avg(ln(e.speedup))) sp,"
-        "  exp(avg(ln(CASE WHEN COALESCE(e.speedup_lo, e.speedup) > 0 THEN COALESCE(e.speedup_lo, e.speedup) END))) lo,"
-        "  exp(avg(ln(CASE WHEN COALESCE(e.speedup_hi, e.speedup) > 0 THEN COALESCE(e.speedup_hi, e.speedup) END))) hi,"
+        "WITH g AS (SELECT e.candidate_id id, exp(avg(ln(e.speedup) ORDER BY j.target)) sp,"
+        "  exp(avg(ln(CASE WHEN COALESCE(e.speedup_lo, e.speedup) > 0 THEN COALESCE(e.speedup_lo, e.speedup) END)"
+        "   ORDER BY j.target)) lo,"
+        "  exp(avg(ln(CASE WHEN COALESCE(e.speedup_hi, e.speedup) > 0 THEN COALESCE(e.speedup_hi, e.speedup) END)"
+        "   ORDER BY j.target)) hi,"
         "  bool_and(e.confirmation = 'confirmed') conf"
         " FROM evaluations e JOIN jobs j ON j.id = e.job_id"
         " WHERE j.campaign_id = %lld AND j.purpose = 'eval' AND e.is_final AND e.verdict = 'ok'"
@@ -905,8 +907,12 @@ static void overall_by_grouping(kf_db *db, int64_t cid, long long *best, long lo
 }
 
 /* One generated campaign (3 targets, n candidates) whose results follow
- * `shape`; kf_bests' overall best and ties must equal grouping them all. */
-static void check_overall(kf_db *db, const char *name, int n, double seed, const char *shape)
+ * `shape`, written in random order (a candidate's results are not stored
+ * in target order); kf_bests' overall best and ties must equal grouping
+ * them all. expect: how the ranking reads them (kf_bests_overall_read):
+ * 'W' a walk over fewer than half of the candidates, 'w' a walk, 'X' the
+ * whole campaign (the walk's bound does not hold). */
+static void check_overall(kf_db *db, const char *name, int n, double seed, const char *shape, char expect)
 {
     char err[1024], task[4096], sql[4096];
     snprintf(task, sizeof(task), "%s/tests/tasks/farm_axpy_f32", src_dir());
@@ -938,7 +944,7 @@ static void check_overall(kf_db *db, const char *name, int n, double seed, const
     snprintf(st[2], sizeof(st[2]),
         "INSERT INTO jobs (candidate_id, campaign_id, target, purpose, state)"
         " SELECT k.id, k.campaign_id, t, 'eval', 'done' FROM candidates k, unnest(ARRAY['cpu','sm_80','sm_90']) t"
-        " WHERE k.campaign_id = %lld AND k.proposer = 'human' ORDER BY k.id, t", (long long)cid);
+        " WHERE k.campaign_id = %lld AND k.proposer = 'human' ORDER BY random()", (long long)cid);
     snprintf(st[3], sizeof(st[3]),
         "CREATE TEMP TABLE gen AS SELECT j.id job, j.candidate_id cand, j.target t, random() u1, random() u2,"
         " random() u3, random() u4 FROM jobs j WHERE j.campaign_id = %lld ORDER BY j.id", (long long)cid);
@@ -948,7 +954,7 @@ static void check_overall(kf_db *db, const char *name, int n, double seed, const
         " SELECT job, cand, 1, 'w', CASE WHEN o THEN 'ok' ELSE 'incorrect' END, sp,"
         "  CASE WHEN w IS NOT NULL THEN sp * (1 - w) END, CASE WHEN w IS NOT NULL THEN sp * (1 + w) END, 0.01, cf, true"
         " FROM (SELECT job, cand, %s FROM (SELECT g.*, c.u1 cu FROM gen g JOIN gen c ON c.cand = g.cand"
-        "   AND c.t = 'cpu') y) x", shape);
+        "   AND c.t = 'cpu') y) x ORDER BY random()", shape);
     snprintf(st[4], sizeof(st[4]), "DROP TABLE gen");
     for (int i = 0; i < 5; i++) {
         if (kf_db_cmd(db, st[i], 0, NULL, err, sizeof(err)) < 0 ||
@@ -970,6 +976,11 @@ static void check_overall(kf_db *db, const char *name, int n, double seed, const
     CHECK(same, "%s: overall best %lld with %zu ties; grouping every result: %lld with %d", name, got,
           best ? json_array_size(jt) : 0, best, nt);
     json_decref(b);
+    int read = kf_bests_overall_read(db, cid, err, sizeof(err));
+    CHECK(read > -2, "%s: %s", name, err);
+    CHECK(expect == 'W' ? read >= 0 && read < n / 2 : expect == 'w' ? read >= 0 : read == -1,
+          "%s: the ranking read %d of %d candidates (%s)", name, read, n,
+          expect == 'X' ? "expected the whole campaign" : "expected a walk");
 }
 
 static void part_overall(const char *conninfo)
@@ -1028,20 +1039,37 @@ static void part_overall(const char *conninfo)
         " true AS o, 'none' AS cf";
     static const char odd_hi[] =
         "0.5 + 3 * cu AS sp, CASE WHEN u4 < 0.01 THEN -1.5 ELSE 0.05 END AS w, true AS o, 'none' AS cf";
+    /* equal candidates: the same speedups on every target for one in ten,
+     * ranked by id whatever order their results were stored in */
+    static const char same[] =
+        "CASE t WHEN 'cpu' THEN 1.1 WHEN 'sm_80' THEN 2.3 ELSE 0.7 END * (1 + round(cu::numeric, 1)::float8) AS sp,"
+        " 0.01 AS w, true AS o, 'none' AS cf";
+    /* a speedup or an upper end that is not a number, or infinite */
+    static const char nan[] =
+        "CASE WHEN u4 < 0.01 THEN 'NaN'::float8 ELSE 0.5 + 3 * cu END AS sp, 0.02 AS w, true AS o, 'none' AS cf";
+    static const char inf[] =
+        "0.5 + 3 * cu AS sp, CASE WHEN u4 < 0.01 THEN 'Infinity'::float8 ELSE 0.02 END AS w, true AS o,"
+        " 'none' AS cf";
+    /* intervals whose upper end lies below the speedup (a worker's bad
+     * report): the upper-end walk alone would not find the fastest */
+    static const char inverted[] =
+        "CASE t WHEN 'cpu' THEN 0.5 + 4 * cu WHEN 'sm_80' THEN 4.5 - 4 * cu ELSE 1 END AS sp,"
+        " -0.3 - 0.1 * u3 AS w, true AS o, 'none' AS cf";
     /* a target where almost nothing is ok: few candidates qualify */
     static const char sparse[] =
         "0.5 + 3 * u2 AS sp, 0.02 AS w, (t <> 'sm_90' OR u4 < 0.02) AS o, 'none' AS cf";
-    struct { const char *name, *shape; int n; } gen[] = {
-        { "ov_corr", corr, 3000 }, { "ov_indep", indep, 3000 }, { "ov_anti", anti, 3000 },
-        { "ov_rep", rep, 2000 },   { "ov_conf", conf, 2000 },   { "ov_conf_part", conf_part, 2000 },
-        { "ov_odd", odd, 2000 },   { "ov_odd_hi", odd_hi, 2000 }, { "ov_sparse", sparse, 2000 },
-        { "ov_none", sparse, 3 },
+    struct { const char *name, *shape; int n; char expect; } gen[] = {
+        { "ov_corr", corr, 3000, 'W' },  { "ov_indep", indep, 3000, 'w' },   { "ov_anti", anti, 3000, 'w' },
+        { "ov_rep", rep, 2000, 'w' },    { "ov_conf", conf, 2000, 'W' },     { "ov_conf_part", conf_part, 2000, 'W' },
+        { "ov_same", same, 2000, 'w' },  { "ov_odd", odd, 2000, 'X' },       { "ov_odd_hi", odd_hi, 2000, 'X' },
+        { "ov_nan", nan, 2000, 'X' },    { "ov_inf", inf, 2000, 'X' },       { "ov_sparse", sparse, 2000, 'w' },
+        { "ov_inverted", inverted, 2000, 'w' }, { "ov_none", sparse, 3, 'w' },
     };
     for (size_t i = 0; i < sizeof(gen) / sizeof(gen[0]); i++)
         for (int k = 0; k < 2; k++) {
             char name[64];
             snprintf(name, sizeof(name), "%s_%d", gen[i].name, k);
-            check_overall(db, name, gen[i].n, 0.1 + 0.3 * k + 0.01 * (double)i, gen[i].shape);
+            check_overall(db, name, gen[i].n, 0.1 + 0.3 * k + 0.01 * (double)i, gen[i].shape, gen[i].expect);
         }
     kf_db_close(db);
 }
