@@ -7,6 +7,10 @@
 # fresh folder under /usr/bin/time -v: wall time, peak RSS, what it wrote.
 # Then R incremental exports (`kfarm export --since`, as the coordinator's
 # periodic export does) after one new evaluation, into the same folder.
+# Then `kfarm campaign status big` STATUS_RUNS times (default 11; 0: none),
+# and as many times the status of a campaign that does not exist (the
+# process start and the database connection alone): p50 and max in ms of
+# wall time, from process start to exit.
 #
 #   tools/bench/bench_export.sh [N [R]]      (default 455000 3)
 #
@@ -75,4 +79,18 @@ if build/kfarm export --help | grep -q -- --since; then
     echo "  files rewritten: $(find "$W/site" -type f -newer "$W/mark" | wc -l)"
   done
   psql "$DB" -qtAX -c "DELETE FROM evaluations WHERE detail = 'bench mark'" >/dev/null
+fi
+# campaign status: the two-target campaign, then the fixed cost of the command
+status_runs=${STATUS_RUNS:-11}
+if [ "$status_runs" -gt 0 ]; then
+  time_ms() { # runs "$@" once; prints its wall time in ms
+    local t0 t1
+    t0=$(date +%s%N); "$@" >/dev/null 2>&1 || true; t1=$(date +%s%N)
+    echo $(( (t1 - t0) / 1000000 ))
+  }
+  stats() { sort -n | awk '{v[NR] = $1} END {printf "p50 %d ms, max %d ms (%d runs)", v[int((NR + 1) / 2)], v[NR], NR}'; }
+  KFARM_DB=$DB build/kfarm campaign status big >/dev/null # warm the cache
+  echo "campaign status big: $(for i in $(seq "$status_runs"); do KFARM_DB=$DB time_ms build/kfarm campaign status big; done | stats)"
+  echo "campaign status of no campaign (process start + connection): $(for i in $(seq "$status_runs"); do
+    KFARM_DB=$DB time_ms build/kfarm campaign status no-such-campaign; done | stats)"
 fi
