@@ -425,32 +425,17 @@ json_t *kf_bests_top(kf_db *db, int64_t campaign_id, int max_ties, char *err, si
         json_array_append_new(targets, cur);
         if (PQgetisnull(r, i, 1)) continue;
         /* its ties: the results whose interval overlaps the best's
-         * (kf_noise_tie), in the order above (confirmed, fastest, id). All
-         * of them: the campaign's results on the target (an index-only
-         * scan of evaluations_ok_campaign) whose interval reaches the best's
-         * lower end. At most max_ties: first count them up to max_ties + 1
-         * over that same range; when there are more, the first max_ties are
-         * the confirmed ones (evaluations_confirming), then the others from
-         * the top of evaluations_ok_target, each cut at max_ties + 1 (one
-         * more says there are more): a walk that ends soon because the ties
-         * are many, where with few it could read every result below them */
+         * (kf_noise_tie), in the order above (confirmed, fastest, id): the
+         * campaign's results on the target whose upper end reaches the
+         * best's lower end, a range of evaluations_ok_campaign (schema
+         * 010). All of them; or at most max_ties: the confirmed ones first,
+         * then the others, each part cut at max_ties + 1 (one more says
+         * there are more). Where there are fewer, that is all of them in
+         * the same order, so no count is read first. */
         char lim[24];
         snprintf(lim, sizeof(lim), "%d", max_ties > 0 ? max_ties + 1 : 0);
         const char *pt[5] = { cid, t, PQgetvalue(r, i, 12), PQgetvalue(r, i, 1), lim };
-        int many = 0;
-        if (max_ties > 0) {
-            PGresult *rc = kf_db_exec(db, "SELECT count(*) FROM (SELECT 1 " TIE_FROM " LIMIT $5::int) x",
-                                      5, pt, err, errlen);
-            if (!rc) {
-                PQclear(r);
-                json_decref(out);
-                json_decref(targets);
-                return NULL;
-            }
-            many = kf_db_i64(rc, 0, 0, 0) > max_ties;
-            PQclear(rc);
-        }
-        PGresult *rt = !many
+        PGresult *rt = max_ties <= 0
             ? kf_db_exec(db, TIE_COLS TIE_FROM
                   "ORDER BY e.confirmation = 'confirmed' DESC, e.speedup DESC, e.candidate_id", 4, pt, err, errlen)
             : kf_db_exec(db,
