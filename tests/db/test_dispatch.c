@@ -61,11 +61,11 @@
 
 #include "db_test.h"
 
-/* A running campaign `name` with m queued jobs on "cpu" (as loadgen sets
- * one up). Returns 0 or -1. */
-static int make_queue(kf_db *db, const char *name, int m)
+/* A tune campaign `name` of tests/tasks/farm_axpy_f32 on "cpu", not
+ * started: its id into *cid. Returns 0, or -1 with reason in err. */
+static int new_campaign(kf_db *db, const char *name, int64_t *cid, char *err, size_t errlen)
 {
-    char err[512], task[4096], id[32], n[32];
+    char task[4096];
     snprintf(task, sizeof(task), "%s/tests/tasks/farm_axpy_f32", src_dir());
     kf_campaign_spec spec;
     memset(&spec, 0, sizeof(spec));
@@ -74,8 +74,17 @@ static int make_queue(kf_db *db, const char *name, int m)
     spec.strategy = "tune";
     spec.targets[0] = "cpu";
     spec.n_targets = 1;
-    int64_t cid = 0;
-    if (kf_campaign_create(db, &spec, &cid, err, sizeof(err)) < 0) {
+    *cid = 0;
+    return kf_campaign_create(db, &spec, cid, err, errlen) < 0 ? -1 : 0;
+}
+
+/* A running campaign `name` with m queued jobs on "cpu" (as loadgen sets
+ * one up). Returns 0 or -1. */
+static int make_queue(kf_db *db, const char *name, int m)
+{
+    char err[512], id[32], n[32];
+    int64_t cid;
+    if (new_campaign(db, name, &cid, err, sizeof(err)) < 0) {
         fprintf(stderr, "campaign: %s\n", err);
         return -1;
     }
@@ -600,6 +609,24 @@ end:
 
 /* ---- part 3: counts and bests that do not read the history ---- */
 
+/* Rows (candidate, lo, hi) in rank order: the first is the best (into
+ * *best), the others tied with it where their interval overlaps its own
+ * (kf_noise_tie), into ties[0..*nt) (at most cap). */
+static void rank_ties(PGresult *r, long long *best, long long *ties, int *nt, int cap)
+{
+    double lo = 0, hi = 0;
+    for (int i = 0; i < PQntuples(r); i++) {
+        double l = kf_db_f64(r, i, 1, 0), h = kf_db_f64(r, i, 2, 0);
+        if (i == 0) {
+            *best = kf_db_i64(r, i, 0, 0);
+            lo = l;
+            hi = h;
+        } else if (kf_noise_tie(l, h, lo, hi) && *nt < cap) {
+            ties[(*nt)++] = kf_db_i64(r, i, 0, 0);
+        }
+    }
+}
+
 /* The bests of campaign cid as the old code found them: every final ok
  * result of the target read in rank order, the first the best, the rest
  * tied when their interval overlaps the best's (kf_noise_tie). The best's
@@ -620,17 +647,7 @@ static void bests_by_scan(kf_db *db, const char *cid, long long *best, long long
         fprintf(stderr, "bests by scan: %s\n", err);
         return;
     }
-    double lo = 0, hi = 0;
-    for (int i = 0; i < PQntuples(r); i++) {
-        double l = kf_db_f64(r, i, 1, 0), h = kf_db_f64(r, i, 2, 0);
-        if (i == 0) {
-            *best = kf_db_i64(r, i, 0, 0);
-            lo = l;
-            hi = h;
-        } else if (l <= hi && lo <= h && *nt < cap) {
-            ties[(*nt)++] = kf_db_i64(r, i, 0, 0);
-        }
-    }
+    rank_ties(r, best, ties, nt, cap);
     PQclear(r);
 }
 
@@ -892,17 +909,7 @@ static void overall_by_grouping(kf_db *db, int64_t cid, long long *best, long lo
         fprintf(stderr, "overall by grouping: %s\n", err);
         return;
     }
-    double lo = 0, hi = 0;
-    for (int i = 0; i < PQntuples(r); i++) {
-        double l = kf_db_f64(r, i, 1, 0), h = kf_db_f64(r, i, 2, 0);
-        if (i == 0) {
-            *best = kf_db_i64(r, i, 0, 0);
-            lo = l;
-            hi = h;
-        } else if (l <= hi && lo <= h && kf_noise_tie(l, h, lo, hi) && *nt < cap) {
-            ties[(*nt)++] = kf_db_i64(r, i, 0, 0);
-        }
-    }
+    rank_ties(r, best, ties, nt, cap);
     PQclear(r);
 }
 
@@ -914,17 +921,9 @@ static void overall_by_grouping(kf_db *db, int64_t cid, long long *best, long lo
  * whole campaign (the walk's bound does not hold). */
 static void check_overall(kf_db *db, const char *name, int n, double seed, const char *shape, char expect)
 {
-    char err[1024], task[4096], sql[4096];
-    snprintf(task, sizeof(task), "%s/tests/tasks/farm_axpy_f32", src_dir());
-    kf_campaign_spec spec;
-    memset(&spec, 0, sizeof(spec));
-    spec.name = name;
-    spec.task_dir = task;
-    spec.strategy = "tune";
-    spec.targets[0] = "cpu";
-    spec.n_targets = 1;
-    int64_t cid = 0;
-    if (kf_campaign_create(db, &spec, &cid, err, sizeof(err)) < 0) {
+    char err[1024], sql[4096];
+    int64_t cid;
+    if (new_campaign(db, name, &cid, err, sizeof(err)) < 0) {
         CHECK(0, "%s: campaign: %s", name, err);
         return;
     }
