@@ -555,9 +555,10 @@ static const char *stop_reason(kf_db *db, const char *cid, const llm_cfg *c, jso
     }
     if (c->max_tokens > 0) {
         const char *p[1] = { cid };
-        PGresult *r = kf_db_exec(db, "SELECT COALESCE(sum(COALESCE(prompt_tokens, 0) + "
-                                     "COALESCE(completion_tokens, 0)), 0) FROM proposals "
-                                     "WHERE campaign_id = $1::bigint", 1, p, err, errlen);
+        /* the tokens from campaign_counts (schema 011), not every proposal */
+        PGresult *r = kf_db_exec(db, "SELECT COALESCE(sum(prompt_tokens + completion_tokens), 0)"
+                                     " FROM campaign_counts WHERE campaign_id = $1::bigint"
+                                     " AND what = 'proposal'", 1, p, err, errlen);
         if (!r) {
             *dberr = 1;
             return NULL;

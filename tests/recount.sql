@@ -3,8 +3,8 @@
 -- evaluations or candidates; fixtures and benchmarks that write rows
 -- straight into the tables (tests/browser/synth.sql, ...) run this after,
 -- so that the readers of the counts (`kfarm campaign status`, the export's
--- campaign list) see what the rows say. Candidates keep their trigger's
--- counts; evaluations are counted here.
+-- campaign list) see what the rows say. Candidates and proposals keep their
+-- triggers' counts (schema 006, 011); evaluations are counted here.
 BEGIN;
 LOCK TABLE campaign_counts IN SHARE ROW EXCLUSIVE MODE;
 DELETE FROM campaign_counts WHERE what = 'evaluation';

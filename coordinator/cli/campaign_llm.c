@@ -103,12 +103,12 @@ int kf_cli_campaign_progress(kf_db *db, const char *name)
         " (c.config->>'review')::boolean, COALESCE(pr.review, 0),"
         " (SELECT count(*) FROM hints WHERE campaign_id = c.id),"
         " (SELECT count(DISTINCT document) FROM doc_chunks WHERE campaign_id = c.id)"
-        /* the proposals read once (counts by state, tokens): three reads
-         * of a long campaign's 18,200 proposals took 20-35 ms */
-        " FROM campaigns c LEFT JOIN LATERAL (SELECT string_agg(state || ' ' || n, ', ' ORDER BY state) states,"
-        "   sum(pt) pt, sum(ct) ct, sum(n) FILTER (WHERE state = 'review') review FROM"
-        "   (SELECT state, count(*) n, COALESCE(sum(prompt_tokens), 0) pt, COALESCE(sum(completion_tokens), 0) ct"
-        "    FROM proposals WHERE campaign_id = c.id GROUP BY state) s) pr ON true"
+        /* the proposals by state and their tokens from campaign_counts
+         * (schema 011): summing 18,200 proposals took 16 ms */
+        " FROM campaigns c LEFT JOIN LATERAL (SELECT string_agg(state || ' ' || n, ', ' ORDER BY state)"
+        "   FILTER (WHERE n <> 0) states, sum(pt) pt, sum(ct) ct, sum(n) FILTER (WHERE state = 'review') review"
+        "   FROM (SELECT state, sum(n) n, sum(prompt_tokens) pt, sum(completion_tokens) ct"
+        "    FROM campaign_counts WHERE campaign_id = c.id AND what = 'proposal' GROUP BY state) s) pr ON true"
         " WHERE c.name = $1", 1, p, err, sizeof(err));
     if (!r) return kf_cli_fail("%s", err);
     if (PQntuples(r) == 0) {

@@ -705,10 +705,56 @@ static void check_counts(kf_db *db, int64_t cid, const char *when)
         "   WHERE campaign_id = %lld GROUP BY 3) f FULL JOIN ("
         " SELECT target, CASE WHEN what = 'candidate' THEN 'candidate' ELSE purpose END AS purpose,"
         "   CASE WHEN what = 'candidate' THEN proposer ELSE verdict END AS verdict, is_final, sum(n) n"
-        "   FROM campaign_counts WHERE campaign_id = %lld GROUP BY 1, 2, 3, 4) c"
+        "   FROM campaign_counts WHERE campaign_id = %lld AND what <> 'proposal' GROUP BY 1, 2, 3, 4) c"
         " USING (target, purpose, verdict, is_final) WHERE f.n IS DISTINCT FROM c.n",
         (long long)cid, (long long)cid, (long long)cid);
     CHECK(q1(db, sql) == 0, "%s: campaign_counts agrees with counting the rows", when);
+    /* the proposals by state, with their tokens (schema 011) */
+    snprintf(sql, sizeof(sql),
+        "SELECT count(*) FROM (SELECT state, count(*) n, COALESCE(sum(prompt_tokens), 0) pt,"
+        "   COALESCE(sum(completion_tokens), 0) ct FROM proposals WHERE campaign_id = %lld GROUP BY 1) f"
+        " FULL JOIN (SELECT state, sum(n) n, sum(prompt_tokens) pt, sum(completion_tokens) ct"
+        "   FROM campaign_counts WHERE campaign_id = %lld AND what = 'proposal' GROUP BY 1"
+        "   HAVING sum(n) <> 0 OR sum(prompt_tokens) <> 0 OR sum(completion_tokens) <> 0) c USING (state)"
+        " WHERE (f.n, f.pt, f.ct) IS DISTINCT FROM (c.n, c.pt, c.ct)",
+        (long long)cid, (long long)cid);
+    CHECK(q1(db, sql) == 0, "%s: the proposal counts agree with the proposals", when);
+}
+
+/* Proposals written the ways the LLM service, the strategy and review
+ * write them: inserted in several states, moved from state to state with
+ * their tokens filled in, a lease renewal that changes nothing counted,
+ * deleted; the counts follow each statement. */
+static void write_proposals(kf_db *db, int64_t cid)
+{
+    char sql[1024];
+    long long before = q1(db, "SELECT count(*) FROM campaign_counts");
+    snprintf(sql, sizeof(sql),
+        "INSERT INTO proposals (campaign_id, round, state, prompt_tokens, completion_tokens)"
+        " SELECT %lld, g / 10, CASE WHEN g %% 3 = 0 THEN 'requested' WHEN g %% 3 = 1 THEN 'answered'"
+        "  ELSE 'failed' END, CASE WHEN g %% 3 = 0 THEN NULL ELSE 100 + g END,"
+        "  CASE WHEN g %% 3 = 0 THEN NULL ELSE 2 * g END FROM generate_series(1, 30) g", (long long)cid);
+    exec_ok(db, sql);
+    check_counts(db, cid, "30 proposals inserted");
+    snprintf(sql, sizeof(sql),
+        "UPDATE proposals SET state = 'answered', prompt_tokens = 1000, completion_tokens = 7"
+        " WHERE campaign_id = %lld AND state = 'requested' AND round < 2", (long long)cid);
+    exec_ok(db, sql);
+    snprintf(sql, sizeof(sql), "UPDATE proposals SET state = 'review' WHERE campaign_id = %lld"
+                               " AND state = 'answered' AND round = 1", (long long)cid);
+    exec_ok(db, sql);
+    check_counts(db, cid, "proposals answered and sent to review");
+    long long rows = q1(db, "SELECT count(*) FROM campaign_counts");
+    snprintf(sql, sizeof(sql), "UPDATE proposals SET claimed_until = now(), attempts = attempts + 1"
+                               " WHERE campaign_id = %lld", (long long)cid);
+    exec_ok(db, sql);
+    CHECK(q1(db, "SELECT count(*) FROM campaign_counts") == rows,
+          "a renewal that changes no state or tokens adds no counts row");
+    snprintf(sql, sizeof(sql), "DELETE FROM proposals WHERE campaign_id = %lld AND state = 'failed'"
+                               " AND round = 2", (long long)cid);
+    exec_ok(db, sql);
+    check_counts(db, cid, "proposals deleted");
+    CHECK(q1(db, "SELECT count(*) FROM campaign_counts") > before, "proposals are counted");
 }
 
 static void part_history(const char *conninfo)
@@ -777,6 +823,7 @@ static void part_history(const char *conninfo)
               "reaper: 1 requeued, 1 exhausted (got %d, %d: %s)", rq, ex, err);
     }
     check_counts(db, cid, "after results");
+    write_proposals(db, cid);
     check_bests(db, cid, "after results");
     /* a confirmed result ranks first, a disputed one is never named */
     exec_ok(db, "UPDATE evaluations SET confirmation = 'disputed' WHERE id = (SELECT e.id FROM evaluations e"
@@ -798,7 +845,8 @@ static void part_history(const char *conninfo)
           "a campaign with few rows is left alone (folded %ld)", folded);
     exec_ok(db, "UPDATE campaigns SET state = 'paused' WHERE id = (SELECT id FROM campaigns WHERE name = 'hist')");
     CHECK(kf_campaign_delete(db, "hist", err, sizeof(err)) == 0, "delete: %s", err);
-    CHECK(q1(db, "SELECT count(*) FROM campaign_counts") == 0, "a deleted campaign's counts are gone");
+    CHECK(q1(db, "SELECT count(*) FROM campaign_counts") == 0,
+          "a deleted campaign's counts are gone, its proposals' too (deleted with it)");
     kf_db_close(db);
 }
 

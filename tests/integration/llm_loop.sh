@@ -70,6 +70,11 @@ check "the key was sent as a Bearer token on every request" eq \
 check "the key is not in the coordinator log" bash -c "! grep -q '$LLM_KEY' '$T_DIR/coordinator.log'"
 out=$(kf campaign status lp)
 check "campaign status shows tokens and the best speedup" bash -c "grep -q '^tokens: ' <<<'$out' && grep -q '^best: ' <<<'$out' && grep -q 'round 7 of 7' <<<'$out'"
+# the status's counts (kept by schema 011's trigger) are the proposals' own
+check "campaign status's tokens and proposals by state are the proposals'" eq \
+  "$(grep -E '^(tokens|proposals):' <<<"$out" | sed 's/ of [0-9]*$//')" \
+  "$(sql "SELECT 'proposals:  ' || string_agg(state || ' ' || n, ', ' ORDER BY state) FROM (SELECT state, count(*) n FROM proposals WHERE campaign_id = (SELECT id FROM campaigns WHERE name = 'lp') GROUP BY 1) s")
+$(sql "SELECT format('tokens:     %s (prompt %s, completion %s)', sum(prompt_tokens) + sum(completion_tokens), sum(prompt_tokens), sum(completion_tokens)) FROM proposals WHERE campaign_id = (SELECT id FROM campaigns WHERE name = 'lp')")"
 kf export --out "$T_DIR/site"
 check "the dashboard export carries every proposal (tokens, failure reason) and each candidate's prompt and reply" eq \
   "$(python3 - "$T_DIR/site" <<'PY'
