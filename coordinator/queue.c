@@ -187,22 +187,24 @@ kf_queue_status kf_queue_lease_floors(kf_db *db, const kf_queue_config *cfg, kf_
                  worker_id, qreason, worker_id);
         return KF_Q_NO_JOB;
     }
-    /* one random lease token per job that may be leased: {hex,hex,...} */
+    /* one random lease token per job that may be leased: {hex,hex,...},
+     * drawn in one call (each RAND_bytes call costs OpenSSL's fork check,
+     * a getpid(2): one system call per leased job) */
     char toks[KF_QUEUE_MAX_LEASES * (2 * KF_QUEUE_TOKEN_LEN + 1) + 2];
+    uint8_t t[KF_QUEUE_MAX_LEASES * KF_QUEUE_TOKEN_LEN];
     size_t tl = 0;
+    if (RAND_bytes(t, max * KF_QUEUE_TOKEN_LEN) != 1) {
+        free(use);
+        snprintf(err, errlen, "RAND_bytes failed");
+        return KF_Q_ERROR;
+    }
     toks[tl++] = '{';
     for (int i = 0; i < max; i++) {
-        uint8_t t[KF_QUEUE_TOKEN_LEN];
-        if (RAND_bytes(t, KF_QUEUE_TOKEN_LEN) != 1) {
-            free(use);
-            snprintf(err, errlen, "RAND_bytes failed");
-            return KF_Q_ERROR;
-        }
         if (i) toks[tl++] = ',';
-        kf_wire_hex(t, KF_QUEUE_TOKEN_LEN, toks + tl);
+        kf_wire_hex(t + (size_t)i * KF_QUEUE_TOKEN_LEN, KF_QUEUE_TOKEN_LEN, toks + tl);
         tl += 2 * KF_QUEUE_TOKEN_LEN;
-        OPENSSL_cleanse(t, sizeof(t));
     }
+    OPENSSL_cleanse(t, sizeof(t));
     toks[tl++] = '}';
     toks[tl] = 0;
     const char *p[7] = { worker_id, use, lease, toks, NULL, NULL, NULL };
