@@ -242,7 +242,7 @@ int main(int argc, char **argv)
            cfg.queue.lease_ms, cfg.queue.quarantine_after, export_dir ? ", export to " : "",
            export_dir ? export_dir : "");
 
-    double next_tick = 0;
+    double next_tick = 0, next_stats = kf_util_now_s() + 60.0;
     int db_down = 0, rc = 0;
     while (!g_stop) {
         if (kf_server_poll(srv, 1000, err, sizeof(err)) < 0) {
@@ -253,6 +253,10 @@ int main(int argc, char **argv)
         double now = kf_util_now_s();
         if (now < next_tick) continue;
         next_tick = now + 1.0;
+        if (now >= next_stats) { /* where requests' time went, once a minute */
+            kf_server_stats(srv);
+            next_stats = now + 60.0;
+        }
         if (kf_db_ensure(db, err, sizeof(err)) < 0) {
             if (!db_down) kf_log("%s", err);
             db_down = 1;

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>
@@ -57,15 +58,40 @@ typedef struct grp_wait {
  * one group's statements overlap another's commit flush (a single leader
  * made every result wait for the group ahead of it); beyond them, results
  * gather into larger groups. */
+#ifndef KF_SERVER_GROUP_LEADERS
 #define KF_SERVER_GROUP_LEADERS 2
+#endif
 #define KF_SERVER_MORE_RESULTS 64 /* Result.more entries at most */
 
 /* A received request waiting for a serving thread. */
 typedef struct srv_msg {
     void *body, *control;    /* nanomsg chunks: the frame, its routing header */
     int n;
+    double t_recv;           /* when the receiving thread queued it (kf_util_now_s) */
     struct srv_msg *next;
 } srv_msg;
+
+/* Where a request's time goes, for the operator (kf_server_stats): each
+ * phase's durations in a histogram of 4 buckets per power of two of
+ * microseconds (bucket b holds [2^(b/4), 2^((b+1)/4)) us: a percentile is
+ * read within 19%), kept with atomics so that serving threads never wait
+ * on each other to count. */
+enum {
+    PH_QUEUE,    /* received -> a serving thread takes it */
+    PH_AUTH,     /* frame checks, MAC, the credential's counter UPDATE */
+    PH_STORE,    /* results: waiting for and running the group commit */
+    PH_GROUP,    /* one group commit's transaction (a leader's statements and commit) */
+    PH_LEASE,    /* get-job: the lease statement and building the jobs */
+    PH_REPLY,    /* sealing and handing the reply to nanomsg */
+    PH_WHOLE,    /* received -> reply handed over */
+    PH_N
+};
+#define KF_SERVER_HIST_BUCKETS 128
+typedef struct {
+    atomic_long n[PH_N][KF_SERVER_HIST_BUCKETS];
+    atomic_long count[PH_N];
+    atomic_long max_us[PH_N];
+} srv_hist;
 
 /* State every serving thread shares, under mu; the group commit's queue
  * under gmu; the received requests under qmu. */
@@ -82,6 +108,8 @@ typedef struct {
     grp_wait *ghead, *gtail; /* results waiting for the next group */
     int gleaders;            /* threads storing a group now (at most KF_SERVER_GROUP_LEADERS) */
     long groups, grouped;    /* groups committed and results in them (statistics) */
+    srv_hist hist;           /* service times since the last kf_server_stats */
+    double hist_since;       /* when that window began */
     /* One receiving thread hands requests to the serving threads through
      * this queue: threads blocked in nn_recvmsg on one socket were all woken
      * by every message (16 wake-ups, 15 of them for nothing). */
@@ -119,6 +147,7 @@ struct kf_server {
     task_slot tasks[KF_SERVER_TASKS]; /* the tasks this context sent lately (task_get) */
     uint64_t task_tick;
     Kfarm__Status more_status[KF_SERVER_MORE_RESULTS]; /* a result reply's more_status */
+    double t_recv, t_start;  /* the request being handled: received, taken by this thread */
     /* top level only */
     struct kf_server *pool;
     pthread_t *tids;
@@ -137,6 +166,38 @@ typedef struct {
 
 static void *serve_thread(void *arg);
 static void *recv_thread(void *arg);
+
+/* Count a duration of phase ph that began at t0 (kf_util_now_s); returns
+ * now, the next phase's start. */
+static double hist_add(srv_hist *h, int ph, double t0)
+{
+    double now = kf_util_now_s(), us = (now - t0) * 1e6;
+    int b = us < 1.0 ? 0 : (int)(4.0 * log2(us));
+    if (b >= KF_SERVER_HIST_BUCKETS) b = KF_SERVER_HIST_BUCKETS - 1;
+    atomic_fetch_add(&h->n[ph][b], 1);
+    atomic_fetch_add(&h->count[ph], 1);
+    long u = (long)us, m = atomic_load(&h->max_us[ph]);
+    while (u > m && !atomic_compare_exchange_weak(&h->max_us[ph], &m, u))
+        ;
+    return now;
+}
+
+/* The q-quantile (0..1) of phase ph, in ms: the upper edge of its bucket. */
+static double hist_quantile(srv_hist *h, int ph, double q)
+{
+    long total = atomic_load(&h->count[ph]), seen = 0;
+    if (total <= 0) return 0;
+    long want = (long)ceil(q * (double)total);
+    if (want < 1) want = 1;
+    for (int b = 0; b < KF_SERVER_HIST_BUCKETS; b++) {
+        seen += atomic_load(&h->n[ph][b]);
+        if (seen >= want) { /* the bucket's upper edge, but never above the largest seen */
+            double edge = exp2((b + 1) / 4.0), mx = (double)atomic_load(&h->max_us[ph]);
+            return (edge < mx ? edge : mx) / 1000.0;
+        }
+    }
+    return (double)atomic_load(&h->max_us[ph]) / 1000.0;
+}
 
 kf_server *kf_server_new(const kf_server_config *cfg, kf_db *db, char *err, size_t errlen)
 {
@@ -181,6 +242,7 @@ kf_server *kf_server_new(const kf_server_config *cfg, kf_db *db, char *err, size
         }
     }
     sh->replay = kf_replay_new(cfg->replay_capacity ? cfg->replay_capacity : 16384);
+    sh->hist_since = kf_util_now_s();
     if (!sh->replay) {
         snprintf(err, errlen, "out of memory");
         goto fail;
@@ -245,6 +307,32 @@ fail_sock:
     return NULL;
 }
 
+void kf_server_stats(kf_server *s)
+{
+    srv_hist *h = &s->sh->hist;
+    double now = kf_util_now_s(), span = now - s->sh->hist_since;
+    long n = atomic_load(&h->count[PH_WHOLE]);
+    if (n > 0 && span > 0) {
+        static const char *const name[PH_N] = { "waiting for a thread", "authentication", "results stored",
+                                                 "group transaction", "lease", "reply", "whole" };
+        char line[768];
+        size_t len = 0;
+        for (int ph = 0; ph < PH_N && len < sizeof(line); ph++) {
+            if (atomic_load(&h->count[ph]) == 0) continue;
+            len += (size_t)snprintf(line + len, sizeof(line) - len, "%s%s %.3g/%.3g/%.3g", len ? ", " : "",
+                                    name[ph], hist_quantile(h, ph, 0.5), hist_quantile(h, ph, 0.99),
+                                    (double)atomic_load(&h->max_us[ph]) / 1000.0);
+        }
+        kf_log("served %ld requests in %.0f s (%.0f/s); ms p50/p99/max: %s", n, span, (double)n / span, line);
+    }
+    for (int ph = 0; ph < PH_N; ph++) {
+        for (int b = 0; b < KF_SERVER_HIST_BUCKETS; b++) atomic_store(&h->n[ph][b], 0);
+        atomic_store(&h->count[ph], 0);
+        atomic_store(&h->max_us[ph], 0);
+    }
+    s->sh->hist_since = now;
+}
+
 void kf_server_free(kf_server *s)
 {
     if (!s) return;
@@ -258,6 +346,7 @@ void kf_server_free(kf_server *s)
         if (m->control) nn_freemsg(m->control);
         free(m);
     }
+    kf_server_stats(s);
     if (s->sh->groups)
         kf_log("group commit: %ld results stored in %ld transactions (%.1f per group)",
                s->sh->grouped, s->sh->groups, (double)s->sh->grouped / (double)s->sh->groups);
@@ -658,10 +747,12 @@ static void on_get_job(kf_server *s, const Kfarm__GetJob *m, Kfarm__Reply *rep, 
     int want = m->has_max_jobs && m->max_jobs > 1
         ? (m->max_jobs > KF_QUEUE_MAX_LEASES ? KF_QUEUE_MAX_LEASES : (int)m->max_jobs) : 1;
     int got = 0;
+    double t0 = kf_util_now_s();
     kf_queue_status st = kf_queue_lease_floors(s->db, &s->cfg->queue, &s->floors, m->worker_id,
                                                (const char *const *)m->classes, (int)m->n_classes,
                                                want, ls->l, &got, &ls->r, err, sizeof(err));
     if (st == KF_Q_NO_JOB) {
+        hist_add(&s->sh->hist, PH_LEASE, t0);
         rep->status = KFARM__STATUS__NO_JOB;
         set_detail(rep, dbuf, dcap, err);
         return;
@@ -741,6 +832,7 @@ static void on_get_job(kf_server *s, const Kfarm__GetJob *m, Kfarm__Reply *rep, 
     else
         kf_log("%d jobs (%s) leased to %s (job/candidate/lease/attempt): %s", kept,
                same ? ls->l[0].target : "several targets", m->worker_id, line);
+    hist_add(&s->sh->hist, PH_LEASE, t0);
     rep->status = KFARM__STATUS__OK;
     rep->job = &ls->p[0].job;
     rep->n_more_jobs = (size_t)(kept - 1);
@@ -867,7 +959,9 @@ static void group_submit(kf_server *s, grp_wait *w, int nw)
         }
         if (!sh->ghead) sh->gtail = NULL;
         pthread_mutex_unlock(&sh->gmu);
+        double t0 = kf_util_now_s();
         kf_queue_result_group(s->db, &s->cfg->queue, items, n);
+        hist_add(&sh->hist, PH_GROUP, t0);
         pthread_mutex_lock(&sh->gmu);
         for (int i = 0; i < n; i++) {
             batch[i]->item = items[i];
@@ -1012,7 +1106,9 @@ static void on_result(kf_server *s, const Kfarm__Result *m, Kfarm__Reply *rep, c
         w[i].item.lease_token_len = x->has_lease_token ? x->lease_token.len : 0;
         w[i].item.res = &r[i];
     }
+    double t0 = kf_util_now_s();
     group_submit(s, w, (int)n);
+    hist_add(&s->sh->hist, PH_STORE, t0);
     /* Several results in one message: the stored ones in one log line
      * (a line per result was a write(2) per job, ~5% of the coordinator's
      * CPU at 5,000 jobs/s, and 3 GB of log an hour); refusals stay one
@@ -1326,6 +1422,7 @@ static void handle(kf_server *s, const uint8_t *msg, size_t len)
         return;
     }
     /* 5. only now: decode */
+    double t_phase = hist_add(&s->sh->hist, PH_AUTH, s->t_start);
     Kfarm__Request *req = kfarm__request__unpack(NULL, f.body_len, f.body);
     lease_set *leases = NULL;
     const char *claimed = !req ? NULL
@@ -1399,7 +1496,10 @@ static void handle(kf_server *s, const uint8_t *msg, size_t len)
             set_detail(&rep, dbuf, sizeof(dbuf), "empty or unknown request");
         }
     }
+    t_phase = kf_util_now_s();
     send_reply(s, &key, &f, &rep);
+    hist_add(&s->sh->hist, PH_REPLY, t_phase);
+    hist_add(&s->sh->hist, PH_WHOLE, s->t_recv);
     OPENSSL_cleanse(&key, sizeof(key));
     /* the worker's clock, from its authenticated timestamp (after the reply:
      * never delays it) */
@@ -1463,6 +1563,7 @@ static void *recv_thread(void *arg)
         m->body = body;
         m->control = control;
         m->n = n;
+        m->t_recv = kf_util_now_s();
         m->next = NULL;
         pthread_mutex_lock(&sh->qmu);
         if (sh->qtail) sh->qtail->next = m;
@@ -1497,6 +1598,8 @@ static void *serve_thread(void *arg)
         pthread_mutex_unlock(&sh->qmu);
         if (!m) continue;
         c->control = m->control;
+        c->t_recv = m->t_recv;
+        c->t_start = hist_add(&sh->hist, PH_QUEUE, m->t_recv);
         handle(c, m->body, (size_t)m->n);
         pthread_mutex_lock(&c->sh->mu);
         c->sh->inflight_used[c->slot] = 0;
@@ -1542,6 +1645,7 @@ int kf_server_poll(kf_server *s, int timeout_ms, char *err, size_t errlen)
             snprintf(err, errlen, "nn_recv: %s", nn_strerror(e));
             return -1;
         }
+        s->t_recv = s->t_start = kf_util_now_s();
         handle(s, buf, (size_t)n);
         nn_freemsg(buf);
         handled++;
