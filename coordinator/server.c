@@ -58,9 +58,7 @@ typedef struct grp_wait {
  * one group's statements overlap another's commit flush (a single leader
  * made every result wait for the group ahead of it); beyond them, results
  * gather into larger groups. */
-#ifndef KF_SERVER_GROUP_LEADERS
 #define KF_SERVER_GROUP_LEADERS 2
-#endif
 #define KF_SERVER_MORE_RESULTS 64 /* Result.more entries at most */
 
 /* A received request waiting for a serving thread. */
