@@ -108,6 +108,7 @@ typedef struct {
     long groups, grouped;    /* groups committed and results in them (statistics) */
     srv_hist hist;           /* service times since the last kf_server_stats */
     double hist_since;       /* when that window began */
+    long groups_at, grouped_at; /* groups and grouped when that window began */
     /* One receiving thread hands requests to the serving threads through
      * this queue: threads blocked in nn_recvmsg on one socket were all woken
      * by every message (16 wake-ups, 15 of them for nothing). */
@@ -321,8 +322,20 @@ void kf_server_stats(kf_server *s)
                                     name[ph], hist_quantile(h, ph, 0.5), hist_quantile(h, ph, 0.99),
                                     (double)atomic_load(&h->max_us[ph]) / 1000.0);
         }
-        kf_log("served %ld requests in %.0f s (%.0f/s); ms p50/p99/max: %s", n, span, (double)n / span, line);
+        pthread_mutex_lock(&s->sh->gmu);
+        long groups = s->sh->groups - s->sh->groups_at, grouped = s->sh->grouped - s->sh->grouped_at;
+        pthread_mutex_unlock(&s->sh->gmu);
+        char gl[96] = "";
+        if (groups > 0)
+            snprintf(gl, sizeof(gl), "; %ld results stored in %ld group transactions (%.1f each)", grouped,
+                     groups, (double)grouped / (double)groups);
+        kf_log("served %ld requests in %.0f s (%.0f/s); ms p50/p99/max: %s%s", n, span, (double)n / span, line,
+               gl);
     }
+    pthread_mutex_lock(&s->sh->gmu);
+    s->sh->groups_at = s->sh->groups;
+    s->sh->grouped_at = s->sh->grouped;
+    pthread_mutex_unlock(&s->sh->gmu);
     for (int ph = 0; ph < PH_N; ph++) {
         for (int b = 0; b < KF_SERVER_HIST_BUCKETS; b++) atomic_store(&h->n[ph][b], 0);
         atomic_store(&h->count[ph], 0);
@@ -1025,12 +1038,15 @@ static void result_line(const char *worker, const grp_wait *w, const kf_result *
         if (w[i].done < 0 || w[i].item.st != KF_Q_OK) continue;
         const Kfarm__Result *x = i ? &mr[i] : m;
         char one[96];
+        /* %.4g: a worker's speedup is any finite double (1e300 as %.3f
+         * would be 300 digits) */
         int k = r[i].speedup > 0
-                    ? snprintf(one, sizeof(one), "%s%llu %.24s %.3fx", stored ? ", " : "",
+                    ? snprintf(one, sizeof(one), "%s%llu %.24s %.4gx", stored ? ", " : "",
                                (unsigned long long)x->job_id, x->verdict, r[i].speedup)
                     : snprintf(one, sizeof(one), "%s%llu %.24s", stored ? ", " : "",
                                (unsigned long long)x->job_id, x->verdict);
         stored++;
+        if (k < 0 || (size_t)k >= sizeof(one)) k = -1; /* cannot happen with these widths: cut */
         if (cut || k < 0 || len + (size_t)k + 4 >= sizeof(line)) {
             cut = 1;
             continue;

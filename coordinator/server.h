@@ -82,7 +82,8 @@ int kf_server_poll(kf_server *s, int timeout_ms, char *err, size_t errlen);
  * stored (the group commit, waiting included), lease (statement and jobs
  * built), reply (sealed, handed to nanomsg), whole (received to reply) --
  * p50/p99/max in ms, read from histograms of 4 buckets per power of two
- * (within 19%). Then starts a new window. Logs nothing for a window
+ * (within 19%), and the results stored in group transactions with their
+ * mean size. Then starts a new window. Logs nothing for a window
  * without requests. The coordinator calls it every 60 s and at the end. */
 void kf_server_stats(kf_server *s);
 

@@ -556,7 +556,7 @@ static const char *stop_reason(kf_db *db, const char *cid, const llm_cfg *c, jso
     if (c->max_tokens > 0) {
         const char *p[1] = { cid };
         /* the tokens from campaign_counts (schema 011), not every proposal */
-        PGresult *r = kf_db_exec(db, "SELECT COALESCE(sum(prompt_tokens + completion_tokens), 0)"
+        PGresult *r = kf_db_exec(db, "SELECT COALESCE(sum(proposal_prompt_tokens + proposal_completion_tokens), 0)"
                                      " FROM campaign_counts WHERE campaign_id = $1::bigint"
                                      " AND what = 'proposal'", 1, p, err, errlen);
         if (!r) {

@@ -19,10 +19,19 @@
 -- model call: never on the dispatch path. Readers sum a campaign's rows as
 -- for the other counts; kf_compact_counts folds them, now by state too, and
 -- drops groups that net to zero.
+--
+-- The new columns' names are used by no other table (as in schema 009), so
+-- a query joining campaign_counts with proposals, jobs or campaigns never
+-- finds them ambiguous, nor binds an outer unqualified `state` to them.
+-- Locks in the order the coordinator takes them (a proposal written, then
+-- its counts), so that a coordinator still running beside this migration
+-- cannot deadlock with it.
+LOCK TABLE proposals IN SHARE ROW EXCLUSIVE MODE;
+LOCK TABLE campaign_counts IN ACCESS EXCLUSIVE MODE;
 ALTER TABLE campaign_counts
-    ADD COLUMN state             text   NOT NULL DEFAULT '',  -- proposal: its state
-    ADD COLUMN prompt_tokens     bigint NOT NULL DEFAULT 0,   -- proposal
-    ADD COLUMN completion_tokens bigint NOT NULL DEFAULT 0;   -- proposal
+    ADD COLUMN proposal_state             text   NOT NULL DEFAULT '',  -- proposal: its state
+    ADD COLUMN proposal_prompt_tokens     bigint NOT NULL DEFAULT 0,   -- proposal
+    ADD COLUMN proposal_completion_tokens bigint NOT NULL DEFAULT 0;   -- proposal
 ALTER TABLE campaign_counts DROP CONSTRAINT campaign_counts_what_check;
 ALTER TABLE campaign_counts ADD CONSTRAINT campaign_counts_what_check
     CHECK (what IN ('candidate', 'evaluation', 'proposal'));
@@ -34,12 +43,14 @@ ALTER TABLE campaign_counts ADD CONSTRAINT campaign_counts_what_check
 CREATE FUNCTION kf_count_proposals() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'INSERT' THEN
-        INSERT INTO campaign_counts (campaign_id, what, state, n, prompt_tokens, completion_tokens)
+        INSERT INTO campaign_counts (campaign_id, what, proposal_state, n, proposal_prompt_tokens,
+                                     proposal_completion_tokens)
         SELECT p.campaign_id, 'proposal', p.state, count(*),
                COALESCE(sum(p.prompt_tokens), 0), COALESCE(sum(p.completion_tokens), 0)
         FROM kf_new_proposals p GROUP BY p.campaign_id, p.state;
     ELSIF TG_OP = 'UPDATE' THEN
-        INSERT INTO campaign_counts (campaign_id, what, state, n, prompt_tokens, completion_tokens)
+        INSERT INTO campaign_counts (campaign_id, what, proposal_state, n, proposal_prompt_tokens,
+                                     proposal_completion_tokens)
         SELECT d.campaign_id, 'proposal', d.state, sum(d.n), sum(d.pt), sum(d.ct)
         FROM (SELECT campaign_id, state, 1 n, COALESCE(prompt_tokens, 0) pt,
                      COALESCE(completion_tokens, 0) ct FROM kf_new_proposals
@@ -49,7 +60,8 @@ BEGIN
         GROUP BY d.campaign_id, d.state
         HAVING sum(d.n) <> 0 OR sum(d.pt) <> 0 OR sum(d.ct) <> 0;
     ELSE
-        INSERT INTO campaign_counts (campaign_id, what, state, n, prompt_tokens, completion_tokens)
+        INSERT INTO campaign_counts (campaign_id, what, proposal_state, n, proposal_prompt_tokens,
+                                     proposal_completion_tokens)
         SELECT p.campaign_id, 'proposal', p.state, -count(*),
                -COALESCE(sum(p.prompt_tokens), 0), -COALESCE(sum(p.completion_tokens), 0)
         FROM kf_old_proposals p
@@ -76,17 +88,19 @@ CREATE OR REPLACE FUNCTION kf_compact_counts() RETURNS bigint LANGUAGE sql AS $$
                                      GROUP BY campaign_id HAVING count(*) > 64)
                RETURNING *),
          i AS (INSERT INTO campaign_counts (campaign_id, what, target, purpose, verdict, is_final, proposer,
-                                            state, n, prompt_tokens, completion_tokens)
-               SELECT campaign_id, what, target, purpose, verdict, is_final, proposer, state,
-                      sum(n), sum(prompt_tokens), sum(completion_tokens)
-               FROM d GROUP BY campaign_id, what, target, purpose, verdict, is_final, proposer, state
-               HAVING sum(n) <> 0 OR sum(prompt_tokens) <> 0 OR sum(completion_tokens) <> 0
+                                            proposal_state, n, proposal_prompt_tokens,
+                                            proposal_completion_tokens)
+               SELECT campaign_id, what, target, purpose, verdict, is_final, proposer, proposal_state,
+                      sum(n), sum(proposal_prompt_tokens), sum(proposal_completion_tokens)
+               FROM d GROUP BY campaign_id, what, target, purpose, verdict, is_final, proposer, proposal_state
+               HAVING sum(n) <> 0 OR sum(proposal_prompt_tokens) <> 0 OR sum(proposal_completion_tokens) <> 0
                RETURNING 1)
     SELECT count(*) FROM d
 $$;
 
 -- What exists already.
-INSERT INTO campaign_counts (campaign_id, what, state, n, prompt_tokens, completion_tokens)
+INSERT INTO campaign_counts (campaign_id, what, proposal_state, n, proposal_prompt_tokens,
+                             proposal_completion_tokens)
 SELECT campaign_id, 'proposal', state, count(*),
        COALESCE(sum(prompt_tokens), 0), COALESCE(sum(completion_tokens), 0)
 FROM proposals GROUP BY campaign_id, state;

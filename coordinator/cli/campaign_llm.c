@@ -107,8 +107,9 @@ int kf_cli_campaign_progress(kf_db *db, const char *name)
          * (schema 011): summing 18,200 proposals took 16 ms */
         " FROM campaigns c LEFT JOIN LATERAL (SELECT string_agg(state || ' ' || n, ', ' ORDER BY state)"
         "   FILTER (WHERE n <> 0) states, sum(pt) pt, sum(ct) ct, sum(n) FILTER (WHERE state = 'review') review"
-        "   FROM (SELECT state, sum(n) n, sum(prompt_tokens) pt, sum(completion_tokens) ct"
-        "    FROM campaign_counts WHERE campaign_id = c.id AND what = 'proposal' GROUP BY state) s) pr ON true"
+        "   FROM (SELECT proposal_state state, sum(n) n, sum(proposal_prompt_tokens) pt,"
+        "    sum(proposal_completion_tokens) ct FROM campaign_counts"
+        "    WHERE campaign_id = c.id AND what = 'proposal' GROUP BY 1) s) pr ON true"
         " WHERE c.name = $1", 1, p, err, sizeof(err));
     if (!r) return kf_cli_fail("%s", err);
     if (PQntuples(r) == 0) {

@@ -713,9 +713,10 @@ static void check_counts(kf_db *db, int64_t cid, const char *when)
     snprintf(sql, sizeof(sql),
         "SELECT count(*) FROM (SELECT state, count(*) n, COALESCE(sum(prompt_tokens), 0) pt,"
         "   COALESCE(sum(completion_tokens), 0) ct FROM proposals WHERE campaign_id = %lld GROUP BY 1) f"
-        " FULL JOIN (SELECT state, sum(n) n, sum(prompt_tokens) pt, sum(completion_tokens) ct"
-        "   FROM campaign_counts WHERE campaign_id = %lld AND what = 'proposal' GROUP BY 1"
-        "   HAVING sum(n) <> 0 OR sum(prompt_tokens) <> 0 OR sum(completion_tokens) <> 0) c USING (state)"
+        " FULL JOIN (SELECT proposal_state state, sum(n) n, sum(proposal_prompt_tokens) pt,"
+        "   sum(proposal_completion_tokens) ct FROM campaign_counts WHERE campaign_id = %lld"
+        "   AND what = 'proposal' GROUP BY 1 HAVING sum(n) <> 0 OR sum(proposal_prompt_tokens) <> 0"
+        "   OR sum(proposal_completion_tokens) <> 0) c USING (state)"
         " WHERE (f.n, f.pt, f.ct) IS DISTINCT FROM (c.n, c.pt, c.ct)",
         (long long)cid, (long long)cid);
     CHECK(q1(db, sql) == 0, "%s: the proposal counts agree with the proposals", when);
@@ -755,6 +756,25 @@ static void write_proposals(kf_db *db, int64_t cid)
     exec_ok(db, sql);
     check_counts(db, cid, "proposals deleted");
     CHECK(q1(db, "SELECT count(*) FROM campaign_counts") > before, "proposals are counted");
+    /* one statement over the proposals of two campaigns, then the other
+     * campaign deleted with its proposals */
+    char err[512];
+    int64_t other = 0;
+    CHECK(new_campaign(db, "hist_other", &other, err, sizeof(err)) == 0, "second campaign: %s", err);
+    snprintf(sql, sizeof(sql),
+        "INSERT INTO proposals (campaign_id, round, state, prompt_tokens, completion_tokens)"
+        " SELECT %lld, g, 'answered', 10 * g, g FROM generate_series(1, 5) g", (long long)other);
+    exec_ok(db, sql);
+    snprintf(sql, sizeof(sql), "UPDATE proposals SET state = 'failed', completion_tokens = completion_tokens + 1"
+                               " WHERE state = 'answered' AND campaign_id IN (%lld, %lld)",
+             (long long)cid, (long long)other);
+    exec_ok(db, sql);
+    check_counts(db, cid, "one statement over two campaigns' proposals (this one)");
+    check_counts(db, other, "one statement over two campaigns' proposals (the other)");
+    CHECK(kf_campaign_delete(db, "hist_other", err, sizeof(err)) == 0, "delete: %s", err);
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM campaign_counts WHERE campaign_id = %lld", (long long)other);
+    CHECK(q1(db, sql) == 0, "the other campaign's counts are gone with it");
+    check_counts(db, cid, "the other campaign deleted");
 }
 
 static void part_history(const char *conninfo)

@@ -53,28 +53,31 @@ check "kill: all 5 variants ok" eq \
   "$(sql "SELECT count(*) FROM evaluations e JOIN jobs j ON j.id = e.job_id WHERE j.campaign_id = $b2 AND j.purpose = 'eval' AND e.is_final AND e.verdict = 'ok'")" 5
 check "bad --batch is refused with a clear error" bash -c \
   "\"$KFARM_BIN/kfarm-worker\" run --coordinator '$T_ADDR' --batch 17 2>&1 | grep -q -- '--batch: expected 1-16 or auto'"
-# the coordinator says, when it stops, where its requests' time went: at
-# least one request per stored result came in (each job's result, more in
-# registrations, get-jobs and heartbeats), every phase's p50 <= p99 <= max,
-# and no phase of a request outlasts the whole request
+# the coordinator says, once a minute and when it stops, where its
+# requests' time went: every line readable, requests counted, every phase's
+# p50 <= p99 <= max; in the last line (written after the serving threads
+# stopped, so no request is half counted) no phase outlasts the whole
 kill -TERM "$T_COORD"; wait "$T_COORD" 2>/dev/null || true
-check "the coordinator's lines of service times: every request counted, every phase ordered, none longer than the whole" \
+check "the coordinator's lines of service times: read, ordered, no phase longer than the whole" \
   python3 - "$T_DIR/coordinator.log" "$(sql "SELECT count(*) FROM evaluations")" <<'PY'
 import re, sys
+text = open(sys.argv[1]).read()
 ms = [re.search(r"served (\d+) requests in \d+ s \(\d+/s\); ms p50/p99/max: (.*)$", l)
-      for l in open(sys.argv[1]) if " served " in l]
+      for l in text.splitlines() if " served " in l]
 assert ms and all(ms), "no line, or one unreadable"
-n = sum(int(m.group(1)) for m in ms)  # one line a minute, the last at the stop
+assert sum(int(m.group(1)) for m in ms) > 0
 stored = False
-assert n >= int(sys.argv[2]), (n, sys.argv[2])
 for m in ms:
     phases = dict((k.strip(), tuple(map(float, v.split("/"))))
                   for k, v in re.findall(r"([a-z ]+) ([0-9.e+]+/[0-9.e+]+/[0-9.e+]+)", m.group(2)))
     for k, (p50, p99, mx) in phases.items():  # a phase no request had is left out
         assert 0 <= p50 <= p99 <= mx, (k, phases[k])
-        assert mx <= phases["whole"][2], (k, phases[k], phases["whole"])
+        if m is ms[-1]:
+            assert mx <= phases["whole"][2], (k, phases[k], phases["whole"])
     stored = stored or "results stored" in phases
 assert stored, "no window names the results stored"
-print(f"{len(ms)} lines, {n} requests", file=sys.stderr)
+# the results the group commits stored: some, and never more than were stored
+grouped = sum(int(g) for g in re.findall(r"; (\d+) results stored in \d+ group transactions", text))
+assert 0 < grouped <= int(sys.argv[2]), (grouped, sys.argv[2])
 PY
 finish
