@@ -318,9 +318,14 @@ void kf_server_stats(kf_server *s)
         size_t len = 0;
         for (int ph = 0; ph < PH_N && len < sizeof(line); ph++) {
             if (atomic_load(&h->count[ph]) == 0) continue;
-            len += (size_t)snprintf(line + len, sizeof(line) - len, "%s%s %.3g/%.3g/%.3g", len ? ", " : "",
-                                    name[ph], hist_quantile(h, ph, 0.5), hist_quantile(h, ph, 0.99),
-                                    (double)atomic_load(&h->max_us[ph]) / 1000.0);
+            double v[3] = { hist_quantile(h, ph, 0.5), hist_quantile(h, ph, 0.99),
+                            (double)atomic_load(&h->max_us[ph]) / 1000.0 };
+            /* three significant digits, but whole ms from 1 s on (not 1.23e+03) */
+            char f[3][32];
+            for (int i = 0; i < 3; i++)
+                snprintf(f[i], sizeof(f[i]), v[i] >= 1000.0 ? "%.0f" : "%.3g", v[i]);
+            len += (size_t)snprintf(line + len, sizeof(line) - len, "%s%s %s/%s/%s", len ? ", " : "", name[ph],
+                                    f[0], f[1], f[2]);
         }
         pthread_mutex_lock(&s->sh->gmu);
         long groups = s->sh->groups - s->sh->groups_at, grouped = s->sh->grouped - s->sh->grouped_at;
