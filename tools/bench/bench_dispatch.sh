@@ -37,6 +37,12 @@
 #                          coordinator i mod K); one kernelfarm run per K,
 #                          graphile-worker once per run (it has no such
 #                          setting); the summary has one row per N and K
+#   HUGEPAGES=             1: PostgreSQL's shared memory in huge pages
+#                          (tools/devdb KFARM_DEVDB_HUGEPAGES: reserves them
+#                          as root), 0: never; unset: PostgreSQL's default
+#                          (huge_pages=try). A cluster already running the
+#                          other way must be stopped first. The output's
+#                          header says which it ran with.
 #   CONNECT_ALL=0          1: every simulated worker connects to all K
 #                          coordinators (loadgen --connect-all 1), so one
 #                          worker's requests reach different coordinators
@@ -96,7 +102,7 @@ fi
 export KFARM_DEVDB_DIR=${KFARM_DEVDB_DIR:-/tmp/kfdispatch-db}
 export KFARM_SRC=$here
 echo "== database (KFARM_DEVDB_DIR=$KFARM_DEVDB_DIR)"
-tools/devdb start >/dev/null
+KFARM_DEVDB_HUGEPAGES=${HUGEPAGES:-} tools/devdb start >/dev/null
 # node-postgres reads the libpq environment: the socket folder, port, user
 conn=$(tools/devdb conninfo)
 export PGHOST=$(sed -n 's/.*host=\([^ ]*\).*/\1/p' <<<"$conn")
@@ -172,10 +178,10 @@ status=0
   echo "date:     $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "machine:  $(nproc) cpus, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'),"\
        "$(awk '/MemTotal/ {printf "%.1f GiB RAM", $2/1048576}' /proc/meminfo), load $(cut -d' ' -f1-3 /proc/loadavg)"
-  echo "postgres: $(psql "$conn" -tAc 'SHOW server_version' 2>/dev/null || echo '?') (devdb: fsync on, unix socket)"
+  echo "postgres: $(psql "$conn" -tAc 'SHOW server_version' 2>/dev/null || echo '?') (devdb: fsync on, unix socket; $(tools/devdb status | sed 's/.*; //'))"
   echo "node:     $(node --version), graphile-worker $(node -p 'require("./tools/bench/graphile/node_modules/graphile-worker/package.json").version')"
   echo "commit:   $(git rev-parse --short HEAD 2>/dev/null || echo ?)"
-  echo "settings: WORKERS='$workers_list' RUNS=$runs DURATION=$duration QUEUE=$queue GRAPHILE_QUEUE=$gqueue PIGGYBACK=${PIGGYBACK:-0} JOBS_PER_LEASE=${JOBS_PER_LEASE:-1} BATCH_RESULTS=${BATCH_RESULTS:-0} EVAL_MS=${EVAL_MS:-0} HEARTBEATS=${HEARTBEATS:-1} COORD_THREADS=${COORD_THREADS:-default} COORDS='$coords_list' CONNECT_ALL=${CONNECT_ALL:-0} HISTORY=${HISTORY:-0}"
+  echo "settings: WORKERS='$workers_list' RUNS=$runs DURATION=$duration QUEUE=$queue GRAPHILE_QUEUE=$gqueue PIGGYBACK=${PIGGYBACK:-0} JOBS_PER_LEASE=${JOBS_PER_LEASE:-1} BATCH_RESULTS=${BATCH_RESULTS:-0} EVAL_MS=${EVAL_MS:-0} HEARTBEATS=${HEARTBEATS:-1} COORD_THREADS=${COORD_THREADS:-default} COORDS='$coords_list' CONNECT_ALL=${CONNECT_ALL:-0} HISTORY=${HISTORY:-0} HUGEPAGES=${HUGEPAGES:-try}"
   rc=0
   for n in $workers_list; do
     for r in $(seq "$runs"); do
