@@ -378,6 +378,19 @@ json_t *kf_bests(kf_db *db, int64_t campaign_id, char *err, size_t errlen)
     "      (SELECT COALESCE(b.speedup_hi, b.speedup) FROM evaluations b WHERE b.id = $3::bigint)" \
     "  AND t.job_campaign_id = $1::bigint AND t.job_target = $2 AND t.job_purpose = 'eval'"                   \
     "  AND t.candidate_id <> $4::bigint) "
+/* The same ties, cut before any heap row is read: one part of them (the
+ * condition on t.confirmation follows) picked and ordered from
+ * evaluations_ok_campaign alone, whose INCLUDE columns hold everything the
+ * conditions and the order need (schema 010: an index-only scan). */
+#define TIE_PICK                                                                                    \
+    "SELECT t.id, t.confirmation = 'confirmed' AS conf, t.speedup, t.candidate_id FROM evaluations t" \
+    "  WHERE t.is_final AND t.verdict = 'ok' AND t.speedup > 0 AND t.confirmation <> 'disputed'"     \
+    "  AND COALESCE(t.speedup_hi, t.speedup) >="                                                  \
+    "      (SELECT COALESCE(b.speedup_lo, b.speedup) FROM evaluations b WHERE b.id = $3::bigint)" \
+    "  AND COALESCE(t.speedup_lo, t.speedup) <="                                                  \
+    "      (SELECT COALESCE(b.speedup_hi, b.speedup) FROM evaluations b WHERE b.id = $3::bigint)" \
+    "  AND t.job_campaign_id = $1::bigint AND t.job_target = $2 AND t.job_purpose = 'eval'"       \
+    "  AND t.candidate_id <> $4::bigint "
 
 json_t *kf_bests_top(kf_db *db, int64_t campaign_id, int max_ties, char *err, size_t errlen)
 {
@@ -431,7 +444,10 @@ json_t *kf_bests_top(kf_db *db, int64_t campaign_id, int max_ties, char *err, si
          * 010). All of them; or at most max_ties: the confirmed ones first,
          * then the others, each part cut at max_ties + 1 (one more says
          * there are more). Where there are fewer, that is all of them in
-         * the same order, so no count is read first. */
+         * the same order, so no count is read first. The cut is made on
+         * the index's columns before the rows are fetched (TIE_PICK): a
+         * best tied with 15,543 results fetched every one of them from
+         * the heap to keep 101 (84 ms; docs/benchmarks.md, 2026-12-06). */
         char lim[24];
         snprintf(lim, sizeof(lim), "%d", max_ties > 0 ? max_ties + 1 : 0);
         const char *pt[5] = { cid, t, PQgetvalue(r, i, 12), PQgetvalue(r, i, 1), lim };
@@ -439,12 +455,13 @@ json_t *kf_bests_top(kf_db *db, int64_t campaign_id, int max_ties, char *err, si
             ? kf_db_exec(db, TIE_COLS TIE_FROM
                   "ORDER BY e.confirmation = 'confirmed' DESC, e.speedup DESC, e.candidate_id", 4, pt, err, errlen)
             : kf_db_exec(db,
-                  "SELECT * FROM ((" TIE_COLS TIE_FROM
-                  "  AND e.confirmation IN ('confirmed', 'pending') AND e.confirmation = 'confirmed'"
-                  "  ORDER BY e.speedup DESC, e.candidate_id LIMIT $5::int)"
-                  " UNION ALL (" TIE_COLS TIE_FROM "  AND e.confirmation <> 'confirmed'"
-                  "  ORDER BY e.speedup DESC, e.candidate_id LIMIT $5::int)) x "
-                  "ORDER BY conf DESC, 2 DESC, 1 LIMIT $5::int", 5, pt, err, errlen);
+                  TIE_COLS "FROM (("
+                  TIE_PICK "AND t.confirmation IN ('confirmed', 'pending') AND t.confirmation = 'confirmed'"
+                  "  ORDER BY t.speedup DESC, t.candidate_id LIMIT $5::int)"
+                  " UNION ALL (" TIE_PICK "AND t.confirmation <> 'confirmed'"
+                  "  ORDER BY t.speedup DESC, t.candidate_id LIMIT $5::int)) s"
+                  " JOIN evaluations e ON e.id = s.id JOIN candidates k ON k.id = e.candidate_id "
+                  "ORDER BY s.conf DESC, s.speedup DESC, s.candidate_id LIMIT $5::int", 5, pt, err, errlen);
         if (!rt) {
             PQclear(r);
             json_decref(out);

@@ -31,7 +31,8 @@
  * kf_campaign_compact_counts folds them (and a deleted campaign's go with
  * it); kf_bests, which now reads the top of an index, names the same best,
  * ties and overall best as reading every result in rank order -- with
- * repeated speedups, a disputed fastest result and confirmed slower ones;
+ * repeated speedups, a disputed fastest result, confirmed slower ones and
+ * intervals wide enough to tie the best with results of every speedup;
  * kf_bests_top(3) the first three of those ties and a mark that there are
  * more.
  * Part 4, leases that read the queue from a floor (kf_queue_floors): the
@@ -854,6 +855,13 @@ static void part_history(const char *conninfo)
                 " JOIN jobs j ON j.id = e.job_id WHERE j.purpose = 'eval' AND e.is_final AND e.verdict = 'ok'"
                 " AND e.speedup = 1.25 ORDER BY e.candidate_id DESC LIMIT 2)");
     check_bests(db, cid, "two slower ones confirmed");
+    /* wide intervals: the best (a confirmed 1.25x) now ties with results
+     * of every speedup, so the first three ties after the other confirmed
+     * one are the fastest of many (kf_bests_top cuts them on the index
+     * before reading the rows) */
+    exec_ok(db, "UPDATE evaluations SET speedup_lo = speedup * 0.5, speedup_hi = speedup * 1.5"
+                " WHERE is_final AND verdict = 'ok' AND speedup > 0");
+    check_bests(db, cid, "wide intervals: ties of many speedups");
     long long rows = q1(db, "SELECT count(*) FROM campaign_counts");
     long folded = 0;
     CHECK(kf_campaign_compact_counts(db, &folded, err, sizeof(err)) == 0, "%s", err);

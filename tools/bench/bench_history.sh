@@ -19,6 +19,8 @@
 #                          statements (BUILD/bench-results/history-*-explain.txt)
 #   BUILD=build-bench      build folder; SKIP_BUILD=1: use the binaries there as they are
 #   KFARM_DEVDB_DIR=/tmp/kfhistory-db  the private PostgreSQL cluster
+#   HUGEPAGES=             1: PostgreSQL's shared memory in huge pages, 0: never,
+#                          unset: PostgreSQL's default (as bench_dispatch.sh)
 #
 # Per history H, in a fresh database: start kfarm-coordinator, run loadgen
 # (its RESULT line: jobs/s and p50/p99 of each call), stop the coordinator,
@@ -49,7 +51,7 @@ fi
 
 export KFARM_DEVDB_DIR=${KFARM_DEVDB_DIR:-/tmp/kfhistory-db}
 export KFARM_SRC=$here
-tools/devdb start >/dev/null
+KFARM_DEVDB_HUGEPAGES=${HUGEPAGES:-} tools/devdb start >/dev/null
 trap '[ -n "${coord:-}" ] && kill "$coord" 2>/dev/null; [ "${KEEP_DB:-0}" = 1 ] || tools/devdb stop >/dev/null 2>&1 || true' EXIT
 conn=$(tools/devdb conninfo)
 mkdir -p "$build/bench-results"
@@ -65,7 +67,7 @@ addr=tcp://127.0.0.1:$port
   echo "date:     $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "machine:  $(nproc) cpus, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'),"\
        "$(awk '/MemTotal/ {printf "%.1f GiB RAM", $2/1048576}' /proc/meminfo), load $(cut -d' ' -f1-3 /proc/loadavg)"
-  echo "postgres: $(psql "$conn" -tAc 'SHOW server_version')"
+  echo "postgres: $(psql "$conn" -tAc 'SHOW server_version') ($(tools/devdb status | sed 's/.*; //'))"
   echo "commit:   $(git rev-parse --short HEAD 2>/dev/null || echo ?)$([ "${SKIP_BUILD:-0}" = 1 ] && echo " (binaries as built before: SKIP_BUILD=1)")"
   echo "settings: HISTORIES='$histories' WORKERS=$workers QUEUE=$queue DURATION=$duration STATUS_RUNS=$sruns"
   for h in $histories; do
