@@ -856,12 +856,18 @@ static void part_history(const char *conninfo)
                 " AND e.speedup = 1.25 ORDER BY e.candidate_id DESC LIMIT 2)");
     check_bests(db, cid, "two slower ones confirmed");
     /* wide intervals: the best (a confirmed 1.25x) now ties with results
-     * of every speedup, so the first three ties after the other confirmed
-     * one are the fastest of many (kf_bests_top cuts them on the index
-     * before reading the rows) */
+     * of every speedup, so after the other confirmed one the first ties
+     * are the fastest of many (kf_bests_top cuts them on the index before
+     * reading the rows) */
     exec_ok(db, "UPDATE evaluations SET speedup_lo = speedup * 0.5, speedup_hi = speedup * 1.5"
-                " WHERE is_final AND verdict = 'ok' AND speedup > 0");
+                " WHERE is_final AND verdict = 'ok' AND speedup > 0 AND job_purpose = 'eval'");
     check_bests(db, cid, "wide intervals: ties of many speedups");
+    /* and more confirmed ties than the cut, of different speedups: the
+     * confirmed part is ordered and cut on its own */
+    exec_ok(db, "UPDATE evaluations SET confirmation = 'confirmed' WHERE id IN (SELECT DISTINCT ON (e.speedup)"
+                " e.id FROM evaluations e WHERE e.job_purpose = 'eval' AND e.is_final AND e.verdict = 'ok'"
+                " AND e.speedup IN (0.8, 1.0, 1.5, 1.52) ORDER BY e.speedup, e.candidate_id DESC)");
+    check_bests(db, cid, "wide intervals, five confirmed ties");
     long long rows = q1(db, "SELECT count(*) FROM campaign_counts");
     long folded = 0;
     CHECK(kf_campaign_compact_counts(db, &folded, err, sizeof(err)) == 0, "%s", err);
