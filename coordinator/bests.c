@@ -363,27 +363,13 @@ json_t *kf_bests(kf_db *db, int64_t campaign_id, char *err, size_t errlen)
 }
 
 /* The columns and conditions of a tie of the best evaluation $3 (candidate
- * $4) of campaign $1 on target $2; see kf_bests_top. */
+ * $4) of campaign $1 on target $2; see kf_bests_top. TIE_WHERE is the
+ * condition on `evaluations t` alone. */
 #define TIE_COLS                                                                                    \
     "SELECT e.candidate_id, e.speedup, COALESCE(e.speedup_lo, e.speedup), COALESCE(e.speedup_hi, e.speedup)," \
     "  e.cv, e.candidate_us, e.baseline_us, e.worker_id, k.defines::text,"                        \
     "  COALESCE(e.confirmation, 'none'), e.confirmed_by_worker, e.confirmation = 'confirmed' AS conf "
-#define TIE_FROM                                                                                    \
-    "FROM evaluations e JOIN candidates k ON k.id = e.candidate_id "                                 \
-    "WHERE e.id IN (SELECT t.id FROM evaluations t"                                                  \
-    "  WHERE t.is_final AND t.verdict = 'ok' AND t.speedup > 0 AND t.confirmation <> 'disputed'"     \
-    "  AND COALESCE(t.speedup_hi, t.speedup) >="                                                  \
-    "      (SELECT COALESCE(b.speedup_lo, b.speedup) FROM evaluations b WHERE b.id = $3::bigint)" \
-    "  AND COALESCE(t.speedup_lo, t.speedup) <="                                                  \
-    "      (SELECT COALESCE(b.speedup_hi, b.speedup) FROM evaluations b WHERE b.id = $3::bigint)" \
-    "  AND t.job_campaign_id = $1::bigint AND t.job_target = $2 AND t.job_purpose = 'eval'"                   \
-    "  AND t.candidate_id <> $4::bigint) "
-/* The same ties, cut before any heap row is read: one part of them (the
- * condition on t.confirmation follows) picked and ordered from
- * evaluations_ok_campaign alone, whose INCLUDE columns hold everything the
- * conditions and the order need (schema 010: an index-only scan). */
-#define TIE_PICK                                                                                    \
-    "SELECT t.id, t.confirmation = 'confirmed' AS conf, t.speedup, t.candidate_id FROM evaluations t" \
+#define TIE_WHERE                                                                                   \
     "  WHERE t.is_final AND t.verdict = 'ok' AND t.speedup > 0 AND t.confirmation <> 'disputed'"     \
     "  AND COALESCE(t.speedup_hi, t.speedup) >="                                                  \
     "      (SELECT COALESCE(b.speedup_lo, b.speedup) FROM evaluations b WHERE b.id = $3::bigint)" \
@@ -391,6 +377,15 @@ json_t *kf_bests(kf_db *db, int64_t campaign_id, char *err, size_t errlen)
     "      (SELECT COALESCE(b.speedup_hi, b.speedup) FROM evaluations b WHERE b.id = $3::bigint)" \
     "  AND t.job_campaign_id = $1::bigint AND t.job_target = $2 AND t.job_purpose = 'eval'"       \
     "  AND t.candidate_id <> $4::bigint "
+#define TIE_FROM                                                                                    \
+    "FROM evaluations e JOIN candidates k ON k.id = e.candidate_id "                                 \
+    "WHERE e.id IN (SELECT t.id FROM evaluations t" TIE_WHERE ") "
+/* The same ties, cut before any heap row is read: one part of them (the
+ * condition on t.confirmation follows) picked and ordered from
+ * evaluations_ok_campaign alone, whose INCLUDE columns hold everything the
+ * conditions and the order need (schema 010: an index-only scan). */
+#define TIE_PICK                                                                                    \
+    "SELECT t.id, t.confirmation = 'confirmed' AS conf, t.speedup, t.candidate_id FROM evaluations t" TIE_WHERE
 
 json_t *kf_bests_top(kf_db *db, int64_t campaign_id, int max_ties, char *err, size_t errlen)
 {
