@@ -36,6 +36,7 @@
 #include "kf_wire.h"
 #include "llm_service.h"
 #include "log.h"
+#include "operator.h"
 #include "queue.h"
 #include "server.h"
 
@@ -61,6 +62,9 @@ static void usage(FILE *f)
         "  --export-dir DIR       re-export the static dashboard into DIR periodically\n"
         "  --export-interval S    seconds between exports (default 10)\n"
         "  --no-migrate           do not apply schema migrations at start\n"
+        "  --operator-socket PATH answer `kfarm campaign status` on this local socket\n"
+        "                         (mode 0600) from a warm connection: set\n"
+        "                         KFARM_OPERATOR_SOCKET=PATH where kfarm runs\n"
         "  --threads N            serving threads, each with its own database connection\n"
         "                         (default 16, at most 64; results waiting on them are stored\n"
         "                         together: more threads, larger group commits; 1: the main\n"
@@ -91,6 +95,7 @@ int main(int argc, char **argv)
         { "export-dir", required_argument, NULL, 'e' },
         { "export-interval", required_argument, NULL, 'i' },
         { "no-migrate", no_argument, NULL, 'M' },
+        { "operator-socket", required_argument, NULL, 'o' },
         { "threads", required_argument, NULL, 't' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
@@ -99,7 +104,7 @@ int main(int argc, char **argv)
     memset(&cfg, 0, sizeof(cfg));
     kf_queue_config_default(&cfg.queue);
     cfg.threads = 16;
-    const char *conninfo = NULL, *export_dir = NULL;
+    const char *conninfo = NULL, *export_dir = NULL, *ops_path = NULL;
     long export_interval = 10, v;
     int migrate = 1, c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -136,6 +141,7 @@ int main(int argc, char **argv)
             export_interval = v;
             break;
         case 'M': migrate = 0; break;
+        case 'o': ops_path = optarg; break;
         case 't':
             if (parse_int(optarg, 1, 64, &v) < 0) {
                 fprintf(stderr, "kfarm-coordinator: --threads: expected 1..64\n");
@@ -237,7 +243,17 @@ int main(int argc, char **argv)
         kf_db_close(db);
         return 1;
     }
+    kf_ops_service *ops = NULL;
+    if (ops_path && !(ops = kf_ops_service_start(conninfo, ops_path, err, sizeof(err)))) {
+        kf_log("%s", err);
+        kf_export_service_stop(exp);
+        kf_server_free(srv);
+        kf_llm_service_stop(llm);
+        kf_db_close(db);
+        return 1;
+    }
     for (int i = 0; i < cfg.n_listen; i++) kf_log("listening on %s", cfg.listen[i]);
+    if (ops) kf_log("operator socket %s", ops_path);
     kf_log("coordinator started (lease %d ms, quarantine after %d infra_errors%s%s)",
            cfg.queue.lease_ms, cfg.queue.quarantine_after, export_dir ? ", export to " : "",
            export_dir ? export_dir : "");
@@ -272,6 +288,7 @@ int main(int argc, char **argv)
         if (kf_campaign_compact_counts(db, NULL, err, sizeof(err)) < 0) kf_log("campaign counts: %s", err);
     }
     if (g_stop) kf_log("signal %d: shutting down", (int)g_stop);
+    kf_ops_service_stop(ops);
     kf_export_service_stop(exp); /* one final export */
     kf_server_free(srv);
     kf_llm_service_stop(llm);

@@ -26,6 +26,7 @@
 #include "health.h"
 #include "kf_util.h"
 #include "kfarm_cli.h"
+#include "operator.h"
 
 static void usage(FILE *f)
 {
@@ -35,7 +36,7 @@ static void usage(FILE *f)
         "                             [--config FILE] [--no-task-check] [--share X]\n"
         "       kfarm campaign start NAME\n"
         "       kfarm campaign pause NAME\n"
-        "       kfarm campaign status NAME [--json]\n"
+        "       kfarm campaign status NAME [--json] [--operator-socket PATH]\n"
         "       kfarm campaign list [--json] [--wide]\n"
         "       kfarm campaign extend NAME [--max-candidates N] [--max-rounds N]\n"
         "                             [--max-hours H] [--max-tokens N] [--share X]\n"
@@ -65,6 +66,11 @@ static void usage(FILE *f)
         "                      worker, model errors, ...) for S seconds (default 60);\n"
         "                      a paused campaign exits 3 at once\n"
         "  --quiet             wait: no progress lines on stderr\n"
+        "  --operator-socket PATH\n"
+        "                      status: ask the coordinator started with this\n"
+        "                      --operator-socket (default $KFARM_OPERATOR_SOCKET), which\n"
+        "                      answers from its warm connection; when none listens there,\n"
+        "                      or --db is given, the database is read directly\n"
         "\n"
         "status and wait say why a campaign is not progressing (\"blocked:\" lines).\n");
 }
@@ -117,137 +123,6 @@ static int do_create(kf_db *db, const char *name, kf_campaign_spec *spec)
     if (kf_campaign_create(db, spec, &id, err, sizeof(err)) < 0) return kf_cli_fail("%s", err);
     printf("campaign %s created (id %lld); start it with: kfarm campaign start %s\n", name,
            (long long)id, name);
-    return 0;
-}
-
-/* status --json: {"name", "progress", "blockers", "bests"} for scripts. */
-static int status_json(kf_db *db, const char *name, long long id)
-{
-    char err[1024];
-    json_t *pg = kf_health_progress(db, (int64_t)id, err, sizeof(err));
-    json_t *bl = pg ? kf_health_blockers(db, (int64_t)id, name, err, sizeof(err)) : NULL;
-    json_t *be = bl ? kf_bests(db, (int64_t)id, err, sizeof(err)) : NULL;
-    if (!be) {
-        json_decref(pg);
-        json_decref(bl);
-        return kf_cli_fail("%s", err);
-    }
-    json_t *o = json_pack("{s:s, s:I, s:o, s:o, s:o}", "name", name, "id", (json_int_t)id,
-                          "progress", pg, "blockers", bl, "bests", be);
-    json_dumpf(o, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-    fputc('\n', stdout);
-    json_decref(o);
-    return 0;
-}
-
-static int do_status(kf_db *db, const char *name)
-{
-    long long id;
-    if (kf_cli_campaign_id(db, name, &id) < 0) return 1;
-    if (kf_cli_json) return status_json(db, name, id);
-    char ids[24], err[1024];
-    snprintf(ids, sizeof(ids), "%lld", id);
-    const char *p[1] = { ids };
-    PGresult *r = kf_db_exec(db,
-        /* counts of the history from campaign_counts (schema/006_counts.sql:
-         * a job is done exactly when it has its final evaluation), queued
-         * and leased jobs from their indexes: nothing here reads every
-         * result of a long campaign */
-        "SELECT c.state, c.strategy, t.name, array_to_string(c.targets, ','), c.max_candidates,"
-        " (SELECT COALESCE(sum(n), 0) FROM campaign_counts k WHERE k.campaign_id = c.id AND k.what = 'candidate'),"
-        " (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id AND j.state = 'queued' AND j.purpose <> 'verify'),"
-        " (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id AND j.purpose = 'eval' AND j.state = 'leased'),"
-        " (SELECT COALESCE(sum(n), 0) FROM campaign_counts k WHERE k.campaign_id = c.id"
-        "    AND k.what = 'evaluation' AND k.purpose = 'eval' AND k.is_final),"
-        " (SELECT string_agg(verdict || ' ' || n, ', ' ORDER BY n DESC, verdict) FROM"
-        "   (SELECT k.verdict, sum(n) n FROM campaign_counts k WHERE k.campaign_id = c.id"
-        "    AND k.what = 'evaluation' AND k.purpose = 'eval' AND k.is_final GROUP BY k.verdict) v),"
-        " (SELECT COALESCE(sum(n), 0) FROM campaign_counts k WHERE k.campaign_id = c.id"
-        "    AND k.what = 'evaluation' AND NOT k.is_final),"
-        " to_char(c.created_at, 'YYYY-MM-DD HH24:MI:SS'), to_char(c.finished_at, 'YYYY-MM-DD HH24:MI:SS')"
-        " FROM campaigns c JOIN tasks t ON t.id = c.task_id WHERE c.id = $1::bigint",
-        1, p, err, sizeof(err));
-    if (!r) return kf_cli_fail("%s", err);
-    const char *maxc = kf_db_str(r, 0, 4);
-    long long q = kf_db_i64(r, 0, 6, 0), l = kf_db_i64(r, 0, 7, 0), d = kf_db_i64(r, 0, 8, 0);
-    printf("campaign:   %s (id %lld)\n", name, id);
-    printf("state:      %s\n", PQgetvalue(r, 0, 0));
-    printf("task:       %s\n", PQgetvalue(r, 0, 2));
-    printf("strategy:   %s, targets %s, budget %s candidates\n", PQgetvalue(r, 0, 1),
-           PQgetvalue(r, 0, 3), maxc ? maxc : "unlimited");
-    printf("candidates: %s\n", PQgetvalue(r, 0, 5));
-    printf("jobs:       %lld total: %lld queued, %lld leased, %lld done\n", q + l + d, q, l, d);
-    printf("verdicts:   %s\n", kf_db_str(r, 0, 9) ? kf_db_str(r, 0, 9) : "none yet");
-    printf("retries:    %s failed attempts (infra_error / lost leases)\n", PQgetvalue(r, 0, 10));
-    printf("created:    %s%s%s\n", PQgetvalue(r, 0, 11), kf_db_str(r, 0, 12) ? ", finished " : "",
-           kf_db_str(r, 0, 12) ? kf_db_str(r, 0, 12) : "");
-    int is_done = !strcmp(PQgetvalue(r, 0, 0), "done");
-    PQclear(r);
-    /* the number of ties is shown, not the list: at most 100 are read */
-    json_t *bests = kf_bests_top(db, (int64_t)id, 100, err, sizeof(err));
-    if (!bests) return kf_cli_fail("%s", err);
-    size_t ti;
-    json_t *tv;
-    json_array_foreach(json_object_get(bests, "targets"), ti, tv) {
-        json_t *b0 = json_object_get(tv, "best");
-        const char *tn = json_string_value(json_object_get(tv, "target"));
-        if (json_is_null(b0)) {
-            printf("best:       %s: none yet\n", tn);
-            continue;
-        }
-        char defs[512], cvs[32] = "";
-        char *dj = json_dumps(json_object_get(b0, "defines"), JSON_COMPACT);
-        if (json_is_number(json_object_get(b0, "cv")))
-            snprintf(cvs, sizeof(cvs), " CV %.2f", json_number_value(json_object_get(b0, "cv")));
-        size_t nt = json_array_size(json_object_get(tv, "ties"));
-        printf("best:       %s: %.3fx [%.2f-%.2fx]%s (candidate %lld, %s)",
-               tn, json_number_value(json_object_get(b0, "speedup")),
-               json_number_value(json_object_get(b0, "lo")), json_number_value(json_object_get(b0, "hi")),
-               cvs, (long long)json_integer_value(json_object_get(b0, "candidate")),
-               kf_cli_defines(dj, defs, sizeof(defs)));
-        free(dj);
-        const char *conf = json_string_value(json_object_get(b0, "confirmation"));
-        const char *by = json_string_value(json_object_get(b0, "confirmed_by"));
-        if (conf && !strcmp(conf, "confirmed")) printf(", confirmed by %s", by ? by : "?");
-        else printf(", not confirmed yet (%s)", conf ? conf : "none");
-        if (json_is_true(json_object_get(tv, "ties_more"))) printf("; tied with more than %zu others", nt);
-        else if (nt) printf("; tied with %zu other%s", nt, nt == 1 ? "" : "s");
-        printf("\n");
-    }
-    json_t *ov = json_object_get(bests, "overall");
-    if (json_is_null(ov)) {
-        printf("overall:    no candidate is ok on every target yet\n");
-    } else {
-        size_t nt = json_array_size(json_object_get(ov, "ties"));
-        printf("overall:    candidate %lld, ok on every target, %.3fx [%.2f-%.2fx]%s%s (kfarm best %s)\n",
-               (long long)json_integer_value(json_object_get(ov, "candidate")),
-               json_number_value(json_object_get(ov, "speedup")),
-               json_number_value(json_object_get(ov, "lo")), json_number_value(json_object_get(ov, "hi")),
-               nt ? ", tied with " : "", nt ? (nt == 1 ? "1 other" : "others") : "", name);
-    }
-    size_t ni;
-    json_t *no;
-    json_array_foreach(json_object_get(bests, "not_everywhere"), ni, no) {
-        printf("not ok:     candidate %lld (fastest on %s) is not ok on",
-               (long long)json_integer_value(json_object_get(no, "candidate")),
-               json_string_value(json_object_get(no, "fast_on")));
-        size_t k;
-        json_t *x;
-        json_array_foreach(json_object_get(no, "not_ok"), k, x)
-            printf("%s %s (%s)", k ? "," : "", json_string_value(json_object_get(x, "target")),
-                   json_string_value(json_object_get(x, "verdict")));
-        printf("\n");
-    }
-    json_decref(bests);
-    json_t *bl = kf_health_blockers(db, (int64_t)id, name, err, sizeof(err));
-    if (!bl) return kf_cli_fail("%s", err);
-    size_t i;
-    json_t *b;
-    json_array_foreach(bl, i, b)
-        printf("%s [%s] %s\n", !is_done ? "blocked:   " : "warning:   ",
-               json_string_value(json_object_get(b, "kind")),
-               json_string_value(json_object_get(b, "text")));
-    json_decref(bl);
     return 0;
 }
 
@@ -421,12 +296,13 @@ int kf_cli_cmd_campaign(int argc, char **argv)
         { "max-hours", required_argument, NULL, 'H' },
         { "max-tokens", required_argument, NULL, 'K' },
         { "share", required_argument, NULL, 'X' },
+        { "operator-socket", required_argument, NULL, 'O' },
         { "help", no_argument, NULL, 'h' },
         { 0 },
     };
     kf_campaign_spec spec;
     memset(&spec, 0, sizeof(spec));
-    const char *conninfo = NULL, *config_path = NULL;
+    const char *conninfo = NULL, *config_path = NULL, *ops_path = getenv("KFARM_OPERATOR_SOCKET");
     int no_check = 0;
     double timeout = 0, blocked_after = 60;
     kf_campaign_budget budget = { 0, 0, 0, 0 };
@@ -461,6 +337,7 @@ int kf_cli_cmd_campaign(int argc, char **argv)
                 return kf_cli_usage_error("campaign", "--timeout: expected seconds");
             break;
         case 'C': config_path = optarg; break;
+        case 'O': ops_path = optarg; break;
         case 'N': no_check = 1; break;
         case 'B':
             if (kf_cli_parse_double(optarg, &blocked_after) < 0)
@@ -519,9 +396,23 @@ int kf_cli_cmd_campaign(int argc, char **argv)
             return crc;
         }
     }
+    char err[1024];
+    /* status from a coordinator's operator socket (operator.h): its
+     * connection has paid the new backend's start and catalog reads. No
+     * coordinator there, or one that refuses (another build): the
+     * database, as without the socket. */
+    if (strcmp(sub, "status") == 0 && !conninfo && ops_path && ops_path[0]) {
+        kf_ops_answer a;
+        int orc = kf_ops_status(ops_path, name, kf_cli_json, isatty(STDOUT_FILENO), 30000, &a, err, sizeof(err));
+        if (orc == 0) {
+            fwrite(a.out, 1, a.out_len, stdout);
+            free(a.out);
+            return a.exit_code ? kf_cli_fail("%s", a.error) : 0;
+        }
+        if (orc < 0) fprintf(stderr, "kfarm: %s; reading the database\n", err);
+    }
     kf_db *db = kf_cli_connect(conninfo);
     if (!db) return 1;
-    char err[1024];
     int rc = 0;
     /* These are short reads: PostgreSQL's JIT, which starts compiling
      * when a statement's estimate passes jit_above_cost, spent 15-35 ms per
@@ -537,8 +428,8 @@ int kf_cli_cmd_campaign(int argc, char **argv)
         if (kf_campaign_pause(db, name, err, sizeof(err)) < 0) rc = kf_cli_fail("%s", err);
         else printf("campaign %s paused (leased jobs finish; nothing new is handed out)\n", name);
     } else if (strcmp(sub, "status") == 0) {
-        rc = do_status(db, name);
-        if (rc == 0 && !kf_cli_json) rc = kf_cli_campaign_progress(db, name);
+        rc = kf_status_write(db, name, kf_cli_json, isatty(STDOUT_FILENO), stdout, err, sizeof(err));
+        if (rc) rc = kf_cli_fail("%s", err);
     }
     else if (strcmp(sub, "list") == 0) rc = do_list(db);
     else if (strcmp(sub, "extend") == 0) {

@@ -69,7 +69,7 @@ static int do_show(const char *conninfo, const char *ids)
         printf("candidate:  %s of campaign %s (%s, %s)\n", PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1),
                PQgetvalue(r, 0, 3), PQgetvalue(r, 0, 6));
         printf("parent:     %s\n", kf_db_str(r, 0, 2) ? kf_db_str(r, 0, 2) : "-");
-        printf("defines:    %s\n", kf_cli_defines(kf_db_str(r, 0, 4), defs, sizeof(defs)));
+        printf("defines:    %s\n", kf_status_defines(kf_db_str(r, 0, 4), defs, sizeof(defs)));
         if (kf_db_str(r, 0, 5)) printf("note:       %s\n", kf_db_str(r, 0, 5));
         json_t *res = json_loads(kf_db_str(r, 0, 8) ? kf_db_str(r, 0, 8) : "[]", 0, NULL);
         size_t i;

@@ -91,7 +91,7 @@ int kf_cli_cmd_candidates(int argc, char **argv)
         const char *row[13] = {
             PQgetvalue(r, i, 0), kf_db_str(r, i, 4), PQgetvalue(r, i, 5), spx,
             kf_cli_num(kf_db_str(r, i, 9), 2, cv, sizeof(cv)),
-            kf_cli_defines(kf_db_str(r, i, 3), defs, sizeof(defs)), kf_db_str(r, i, 13),
+            kf_status_defines(kf_db_str(r, i, 3), defs, sizeof(defs)), kf_db_str(r, i, 13),
             kf_db_str(r, i, 1), PQgetvalue(r, i, 2), iv,
             kf_cli_num(kf_db_str(r, i, 10), 2, cu, sizeof(cu)),
             kf_cli_num(kf_db_str(r, i, 11), 2, bu, sizeof(bu)), kf_db_str(r, i, 12),

@@ -128,7 +128,7 @@ int kf_cli_cmd_leaderboard(int argc, char **argv)
         const char *row[12] = {
             rank, PQgetvalue(r, i, 2), cand, sp, iv,
             kf_cli_num(kf_db_str(r, i, 7), 2, cv, sizeof(cv)),
-            kf_cli_defines(kf_db_str(r, i, 10), defs, sizeof(defs)),
+            kf_status_defines(kf_db_str(r, i, 10), defs, sizeof(defs)),
             kf_cli_num(kf_db_str(r, i, 8), 2, cu, sizeof(cu)),
             kf_cli_num(kf_db_str(r, i, 9), 2, bu, sizeof(bu)), PQgetvalue(r, i, 11),
             kf_db_str(r, i, 12), conf,

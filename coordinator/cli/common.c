@@ -214,30 +214,6 @@ void kf_cli_table_free(kf_cli_table *t)
     memset(t, 0, sizeof(*t));
 }
 
-const char *kf_cli_defines(const char *json, char *buf, size_t cap)
-{
-    snprintf(buf, cap, "-");
-    if (!json) return buf;
-    json_error_t je;
-    json_t *o = json_loads(json, 0, &je);
-    if (!json_is_object(o) || json_object_size(o) == 0) {
-        json_decref(o);
-        return buf;
-    }
-    buf[0] = 0;
-    const char *k;
-    json_t *v;
-    size_t len = 0;
-    json_object_foreach(o, k, v) {
-        const char *s = json_is_string(v) ? json_string_value(v) : "?";
-        int n = snprintf(buf + len, cap - len, "%s%s=%s", len ? " " : "", k, s);
-        if (n < 0 || (size_t)n >= cap - len) break;
-        len += (size_t)n;
-    }
-    json_decref(o);
-    return buf;
-}
-
 const char *kf_cli_num(const char *v, int prec, char *buf, size_t cap)
 {
     if (!v) return "-";

@@ -20,6 +20,7 @@
 #include <jansson.h>
 #include "campaign.h"
 #include "db.h"
+#include "status.h"
 
 /* Commands: argv[0] is the command name ("campaign", "db", ...). */
 int kf_cli_cmd_db(int argc, char **argv);
@@ -43,9 +44,6 @@ int kf_cli_cmd_ship(int argc, char **argv);      /* cmd_ship.c */
  * keep the strings alive (caller frees: free / json_decref). Returns 0, or
  * the exit status after printing the reason. */
 int kf_cli_campaign_config(const char *path, kf_campaign_spec *spec, char **text, json_t **json);
-/* Print the search progress of campaign `name` (proposals, tokens, budget
- * bar on a terminal, stop reason). Returns 0, or 1 after printing why. */
-int kf_cli_campaign_progress(kf_db *db, const char *name);
 
 /* Print "kfarm: <message>" (printf-style) on stderr and return 1. */
 int kf_cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -100,9 +98,6 @@ void kf_cli_table_free(kf_cli_table *t);
 int kf_cli_diff(const char *old_text, const char *new_text, const char *old_name,
                 const char *new_name, FILE *f);
 
-/* Format a jsonb defines object text ({"A": "1", "B": "2"}) as A=1 B=2 into
- * buf; "-" when empty. Returns buf. */
-const char *kf_cli_defines(const char *json, char *buf, size_t cap);
 
 /* Format a number with the given precision, or "-" for SQL NULL. */
 const char *kf_cli_num(const char *v, int prec, char *buf, size_t cap);

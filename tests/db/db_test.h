@@ -1,8 +1,8 @@
 /*
  * db_test.h -- what the database tests (tests/db/test_*.c) share: the
  * CHECK harness (g_pass/g_fail, "N passed, M failed"), a fresh database from
- * tools/devdb, one-value queries, and a fake worker's identity and calls
- * over the real wire library. Header-only: each test is one program.
+ * tools/devdb, one-value queries, a fake worker's identity and calls over
+ * the real wire library, and a queued campaign with results to store. Header-only: each test is one program.
  */
 #ifndef KF_DB_TEST_H
 #define KF_DB_TEST_H
@@ -11,8 +11,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "campaign.h"
 #include "db.h"
 #include "kf_wire.h"
+#include "queue.h"
 
 static int g_pass, g_fail;
 
@@ -108,5 +110,70 @@ static inline Kfarm__Reply *call(kf_wire_client *c, Kfarm__Request *req)
         return NULL;
     }
     return rep;
+}
+
+/* A tune campaign `name` of tests/tasks/farm_axpy_f32 on "cpu", not
+ * started: its id into *cid. Returns 0, or -1 with reason in err. */
+static inline int new_campaign(kf_db *db, const char *name, int64_t *cid, char *err, size_t errlen)
+{
+    char task[4096];
+    snprintf(task, sizeof(task), "%s/tests/tasks/farm_axpy_f32", src_dir());
+    kf_campaign_spec spec;
+    memset(&spec, 0, sizeof(spec));
+    spec.name = name;
+    spec.task_dir = task;
+    spec.strategy = "tune";
+    spec.targets[0] = "cpu";
+    spec.n_targets = 1;
+    *cid = 0;
+    return kf_campaign_create(db, &spec, cid, err, errlen) < 0 ? -1 : 0;
+}
+
+/* A running campaign `name` with m queued jobs on "cpu" (as loadgen sets
+ * one up). Returns 0 or -1. */
+static inline int make_queue(kf_db *db, const char *name, int m)
+{
+    char err[512], id[32], n[32];
+    int64_t cid;
+    if (new_campaign(db, name, &cid, err, sizeof(err)) < 0) {
+        fprintf(stderr, "campaign: %s\n", err);
+        return -1;
+    }
+    snprintf(id, sizeof(id), "%lld", (long long)cid);
+    snprintf(n, sizeof(n), "%d", m);
+    const char *p[2] = { id, n };
+    if (kf_db_cmd(db,
+            "INSERT INTO candidates (campaign_id, source, sha256, defines, parent_id, proposer) "
+            "SELECT s.campaign_id, s.source, s.sha256, jsonb_build_object('T', g::text), s.id, 'human' "
+            "FROM candidates s, generate_series(1, $2::int) g "
+            "WHERE s.campaign_id = $1::bigint AND s.proposer = 'seed'", 2, p, err, sizeof(err)) < 0 ||
+        kf_db_cmd(db,
+            "INSERT INTO jobs (candidate_id, campaign_id, target, max_attempts, purpose) "
+            "SELECT id, campaign_id, 'cpu', 3, 'eval' FROM candidates "
+            "WHERE campaign_id = $1::bigint AND proposer = 'human' ORDER BY id", 1, p, err, sizeof(err)) < 0 ||
+        kf_campaign_start(db, name, err, sizeof(err)) < 0) {
+        fprintf(stderr, "queue: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+static inline kf_result ok_result(double speedup)
+{
+    kf_result r = { .verdict = "ok", .detail = "passed", .metrics_json = "{\"cv\": 0.01}",
+                    .compile_log = "", .candidate_us = 10, .baseline_us = 10 * speedup,
+                    .speedup = speedup };
+    return r;
+}
+
+static inline void item(kf_queue_item *it, const char *w, const kf_lease *l, const kf_result *r)
+{
+    memset(it, 0, sizeof(*it));
+    it->worker_id = w;
+    it->job_id = l->job_id;
+    it->token = l->fencing_token;
+    it->lease_token = l->lease_token;
+    it->lease_token_len = KF_QUEUE_TOKEN_LEN;
+    it->res = r;
 }
 #endif

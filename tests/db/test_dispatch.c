@@ -62,71 +62,6 @@
 
 #include "db_test.h"
 
-/* A tune campaign `name` of tests/tasks/farm_axpy_f32 on "cpu", not
- * started: its id into *cid. Returns 0, or -1 with reason in err. */
-static int new_campaign(kf_db *db, const char *name, int64_t *cid, char *err, size_t errlen)
-{
-    char task[4096];
-    snprintf(task, sizeof(task), "%s/tests/tasks/farm_axpy_f32", src_dir());
-    kf_campaign_spec spec;
-    memset(&spec, 0, sizeof(spec));
-    spec.name = name;
-    spec.task_dir = task;
-    spec.strategy = "tune";
-    spec.targets[0] = "cpu";
-    spec.n_targets = 1;
-    *cid = 0;
-    return kf_campaign_create(db, &spec, cid, err, errlen) < 0 ? -1 : 0;
-}
-
-/* A running campaign `name` with m queued jobs on "cpu" (as loadgen sets
- * one up). Returns 0 or -1. */
-static int make_queue(kf_db *db, const char *name, int m)
-{
-    char err[512], id[32], n[32];
-    int64_t cid;
-    if (new_campaign(db, name, &cid, err, sizeof(err)) < 0) {
-        fprintf(stderr, "campaign: %s\n", err);
-        return -1;
-    }
-    snprintf(id, sizeof(id), "%lld", (long long)cid);
-    snprintf(n, sizeof(n), "%d", m);
-    const char *p[2] = { id, n };
-    if (kf_db_cmd(db,
-            "INSERT INTO candidates (campaign_id, source, sha256, defines, parent_id, proposer) "
-            "SELECT s.campaign_id, s.source, s.sha256, jsonb_build_object('T', g::text), s.id, 'human' "
-            "FROM candidates s, generate_series(1, $2::int) g "
-            "WHERE s.campaign_id = $1::bigint AND s.proposer = 'seed'", 2, p, err, sizeof(err)) < 0 ||
-        kf_db_cmd(db,
-            "INSERT INTO jobs (candidate_id, campaign_id, target, max_attempts, purpose) "
-            "SELECT id, campaign_id, 'cpu', 3, 'eval' FROM candidates "
-            "WHERE campaign_id = $1::bigint AND proposer = 'human' ORDER BY id", 1, p, err, sizeof(err)) < 0 ||
-        kf_campaign_start(db, name, err, sizeof(err)) < 0) {
-        fprintf(stderr, "queue: %s\n", err);
-        return -1;
-    }
-    return 0;
-}
-
-static kf_result res_ok(double speedup)
-{
-    kf_result r = { .verdict = "ok", .detail = "passed", .metrics_json = "{\"cv\": 0.01}",
-                    .compile_log = "", .candidate_us = 10, .baseline_us = 10 * speedup,
-                    .speedup = speedup };
-    return r;
-}
-
-static void item(kf_queue_item *it, const char *w, const kf_lease *l, const kf_result *r)
-{
-    memset(it, 0, sizeof(*it));
-    it->worker_id = w;
-    it->job_id = l->job_id;
-    it->token = l->fencing_token;
-    it->lease_token = l->lease_token;
-    it->lease_token_len = KF_QUEUE_TOKEN_LEN;
-    it->res = r;
-}
-
 /* ---- part 1: the library ---- */
 
 /* A migrated database at conninfo with campaign `name` of m queued jobs
@@ -232,8 +167,8 @@ static void part_library(const char *conninfo)
 
     /* group commit: good, stale, guessed, another worker's, bad verdict,
      * unknown job, a job twice, an infra_error */
-    kf_result good = res_ok(1.2), good2 = res_ok(1.1), infra = res_ok(0);
-    kf_result badv = res_ok(1);
+    kf_result good = ok_result(1.2), good2 = ok_result(1.1), infra = ok_result(0);
+    kf_result badv = ok_result(1);
     badv.verdict = "excellent";
     infra.verdict = "infra_error";
     infra.detail = "gpu fell off the bus";
@@ -302,7 +237,7 @@ static void part_library(const char *conninfo)
                 " IF NEW.detail = 'refuse me' THEN RAISE EXCEPTION 'refused by the test'; END IF;"
                 " RETURN NEW; END $$");
     exec_ok(db, "CREATE TRIGGER kft_refuse BEFORE INSERT ON evaluations FOR EACH ROW EXECUTE FUNCTION kft_refuse()");
-    kf_result refused = res_ok(1.3);
+    kf_result refused = ok_result(1.3);
     refused.detail = "refuse me";
     kf_queue_item f[3];
     item(&f[0], "wa", &a[4], &good);
@@ -802,9 +737,9 @@ static void part_history(const char *conninfo)
      * speedups repeat, so that ranks are decided by candidate id; a
      * quarter fails */
     static const double sp[] = { 1.0, 1.25, 1.25, 1.5, 0.8, 1.52, 1.5, 2.0, 1.97 };
-    kf_result res[9], fail = res_ok(0);
+    kf_result res[9], fail = ok_result(0);
     fail.verdict = "compile_error";
-    for (int i = 0; i < 9; i++) res[i] = res_ok(sp[i]);
+    for (int i = 0; i < 9; i++) res[i] = ok_result(sp[i]);
     int done = 0, stored_ok = 1;
     for (int round = 0; round < 40; round++) {
         kf_lease l[KF_QUEUE_MAX_LEASES];

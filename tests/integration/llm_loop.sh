@@ -15,7 +15,7 @@ kf db migrate
 start_fake_llm "$KFARM_SRC/tests/llm/loop_script.json"
 llm_config "$T_DIR/loop.json" loop kf-loop \
   ', "max_rounds": 7, "max_candidates": 30, "max_tokens": 1000000, "tune_max_variants": 4'
-start_coordinator
+start_coordinator --operator-socket "$T_DIR/ops.sock"
 start_worker w1
 start_worker w2
 kf campaign create lp --config "$T_DIR/loop.json"
@@ -70,6 +70,21 @@ check "the key was sent as a Bearer token on every request" eq \
 check "the key is not in the coordinator log" bash -c "! grep -q '$LLM_KEY' '$T_DIR/coordinator.log'"
 out=$(kf campaign status lp)
 check "campaign status shows tokens and the best speedup" bash -c "grep -q '^tokens: ' <<<'$out' && grep -q '^best: ' <<<'$out' && grep -q 'round 7 of 7' <<<'$out'"
+# the same status from the coordinator's operator socket (its warm
+# connection, coordinator/operator.h): word for word, and without a database
+# of its own; no coordinator there (no file, or a dead one's file): the
+# database, said on stderr only for the dead one's
+check "status through the operator socket is the database's, word for word" eq \
+  "$(env -u KFARM_DB KFARM_OPERATOR_SOCKET="$T_DIR/ops.sock" "$KFARM_BIN/kfarm" campaign status lp 2>"$T_DIR/ops.err")" "$out"
+check "... and nothing on stderr" eq "$(cat "$T_DIR/ops.err")" ""
+check "no socket file: the database, quietly" eq \
+  "$(KFARM_OPERATOR_SOCKET="$T_DIR/none.sock" kf campaign status lp 2>"$T_DIR/ops.err")$(cat "$T_DIR/ops.err")" "$out"
+python3 -c "import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])" "$T_DIR/dead.sock"
+check "a dead coordinator's socket file: the database, and a line saying so" eq \
+  "$(KFARM_OPERATOR_SOCKET="$T_DIR/dead.sock" kf campaign status lp 2>"$T_DIR/ops.err")|$(cat "$T_DIR/ops.err")" \
+  "$out|kfarm: no coordinator listens at $T_DIR/dead.sock (Connection refused); reading the database"
+check "kfarm --db never asks the operator socket" eq \
+  "$(KFARM_OPERATOR_SOCKET="$T_DIR/dead.sock" kf --db "$KFARM_DB" campaign status lp 2>&1)" "$out"
 # the status's counts (kept by schema 011's trigger) are the proposals' own
 check "campaign status's tokens and proposals by state are the proposals'" eq \
   "$(grep -E '^(tokens|proposals):' <<<"$out" | sed 's/ of [0-9]*$//')" \
