@@ -30,9 +30,27 @@
 # NAME` from process start to exit (the first is dropped: cold cache) and
 # print
 #   RESULT status history=H runs=N p50_ms=.. p95_ms=.. max_ms=..
+# then the same through a coordinator started with --operator-socket
+# (RESULT status_operator_socket ...; its answer compared with the direct
+# one byte for byte).
 # Units: ms of wall-clock time per command, including the process start and
 # the database connection.
 set -euo pipefail
+# time_status LABEL H NAME CMD...: STATUS_RUNS calls of `CMD campaign status
+# NAME`, the first dropped (cold); prints RESULT LABEL history=H ...
+time_status() {
+  local label=$1 h=$2 name=$3 i t0 t1; shift 3
+  local ms=()
+  for i in $(seq "$sruns"); do
+    t0=$(date +%s%N)
+    "$@" campaign status "$name" >/dev/null
+    t1=$(date +%s%N)
+    [ "$i" = 1 ] || ms+=("$(( (t1 - t0) / 1000 ))")
+  done
+  printf '%s\n' "${ms[@]}" | sort -n | awk -v h="$h" -v l="$label" '{ v[NR] = $1 / 1000 }
+    END { printf "RESULT %s history=%s runs=%d p50_ms=%.1f p95_ms=%.1f max_ms=%.1f\n", l, h, NR,
+          v[int((NR + 1) / 2)], v[int(NR * 0.95 + 0.5)], v[NR] }'
+}
 here=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$here"
 build=${BUILD:-$here/build-bench}
@@ -88,17 +106,19 @@ addr=tcp://127.0.0.1:$port
     name=$(sed -n 's/.*(campaign \([^)]*\)).*/\1/p' <<<"$lg" | head -1)
     KFARM_DB=$db "$build/kfarm" campaign start "$name" >/dev/null
     psql "$db" -qc "VACUUM ANALYZE" >/dev/null
-    KFARM_DB=$db "$build/kfarm" campaign status "$name"
-    ms=()
-    for i in $(seq "$sruns"); do
-      t0=$(date +%s%N)
-      KFARM_DB=$db "$build/kfarm" campaign status "$name" >/dev/null
-      t1=$(date +%s%N)
-      [ "$i" = 1 ] || ms+=("$(( (t1 - t0) / 1000 ))")
-    done
-    printf '%s\n' "${ms[@]}" | sort -n | awk -v h="$h" '{ v[NR] = $1 / 1000 }
-      END { printf "RESULT status history=%s runs=%d p50_ms=%.1f p95_ms=%.1f max_ms=%.1f\n", h, NR,
-            v[int((NR + 1) / 2)], v[int(NR * 0.95 + 0.5)], v[NR] }'
+    KFARM_DB=$db "$build/kfarm" campaign status "$name" | tee "$build/bench-results/history-$stamp-status-$h.txt"
+    time_status status "$h" "$name" env KFARM_DB="$db" "$build/kfarm"
+    # the same through a coordinator's operator socket (its warm connection)
+    ops=$(mktemp -u /tmp/kfh-ops.XXXXXX)
+    KFARM_DB=$db "$build/kfarm-coordinator" --listen "$addr" --operator-socket "$ops" >>"$log" 2>&1 &
+    coord=$!
+    for _ in $(seq 300); do grep -q "operator socket $ops" "$log" && break; sleep 0.1; done
+    KFARM_OPERATOR_SOCKET=$ops "$build/kfarm" campaign status "$name" >"$build/bench-results/history-$stamp-status-ops-$h.txt"
+    if cmp -s "$build/bench-results/history-$stamp-status-$h.txt" "$build/bench-results/history-$stamp-status-ops-$h.txt"
+    then echo "(the operator socket's answer is the database's, byte for byte)"
+    else echo "(the operator socket's answer DIFFERS: $build/bench-results/history-$stamp-status-ops-$h.txt)"; fi
+    time_status status_operator_socket "$h" "$name" env -u KFARM_DB KFARM_OPERATOR_SOCKET="$ops" "$build/kfarm"
+    kill -TERM "$coord"; wait "$coord" 2>/dev/null || true; coord=
     if [ "${EXPLAIN:-1}" = 1 ]; then
       # the plan and time of every statement one `kfarm campaign status`
       # runs (auto_explain into the server's log, cut out of it)
