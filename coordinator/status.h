@@ -10,7 +10,8 @@
  *
  * What is read: the campaign row with its counts (campaign_counts, schema
  * 006/011: nothing sums a long campaign's results), the best per target
- * and its ties (bests.h, at most 100 ties read), the blockers (health.h)
+ * and its ties (bests.h, at most 100 ties read, in the text and the JSON
+ * alike), the blockers (health.h)
  * and, for LLM strategies, the search's progress (proposals, tokens, the
  * budget closest to running out).
  */
@@ -24,7 +25,8 @@
 
 /* Write campaign `name`'s status to out: the text report (tty: out is a
  * terminal, so the budget is drawn as a bar) or, with json, one object
- * {"name", "id", "progress", "blockers", "bests"} and a newline.
+ * {"name", "id", "progress", "blockers", "bests"} and a newline, where
+ * bests is kf_bests_top's with at most 100 ties per target.
  * Returns 0; 1 when there is no such campaign; -1 on a database error.
  * On 1 and -1 err holds the reason ("no campaign 'x' (see kfarm campaign
  * list)"); part of the report may already be written. */

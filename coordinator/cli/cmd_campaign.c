@@ -72,7 +72,9 @@ static void usage(FILE *f)
         "                      answers from its warm connection; when none listens there,\n"
         "                      or --db is given, the database is read directly\n"
         "\n"
-        "status and wait say why a campaign is not progressing (\"blocked:\" lines).\n");
+        "status and wait say why a campaign is not progressing (\"blocked:\" lines).\n"
+        "status --json lists at most 100 ties per target (\"ties_more\": true when there\n"
+        "are more; kfarm best NAME --json lists them all).\n");
 }
 
 /* Run `kfarm-worker check-task DIR [--seed FILE]` (the worker binary beside
