@@ -9,20 +9,26 @@
  * whatever the campaign's size (docs/benchmarks.md, 2026-12-06). The
  * coordinator is a long-lived process with a connection that has paid all
  * of it once. So a coordinator started with --operator-socket PATH listens
- * on a local Unix socket (nanomsg REP over ipc://PATH) in a thread of its
- * own with a connection of its own (statements prepared once, JIT off,
- * the serving statements' lock and statement timeouts), and answers
- * OperatorRequest with the bytes the command would have written
- * (status.h writes them in both places).
+ * on a local Unix stream socket in a thread of its own, with a connection
+ * of its own (statements prepared once, JIT off, read-only transactions,
+ * a 2 s lock and 5 s statement timeout), and answers each OperatorRequest
+ * (proto/kfarm.proto: one request per connection, length-prefixed) with
+ * the bytes the command would have written: status.h writes them in both
+ * places.
  *
- * Trust. The socket carries no credentials: access is the socket file's
- * (made 0600 right after it is bound, the coordinator's user only), and
- * only read-only commands are answered ("campaign status"). A request from
- * another build, an unknown command or a malformed message is answered
- * `refused` with the reason, and the CLI reads the database itself; so is
- * everything when no coordinator listens. One request at a time: a slow
- * status never touches dispatch (the serving threads have their own
- * connections).
+ * Trust. Only peers of the coordinator's own user id are answered
+ * (SO_PEERCRED, checked on every connection; the file is also made 0600),
+ * and only the read-only "campaign status". A path that exists and is not
+ * a socket is never replaced.
+ *
+ * When the CLI reads the database itself instead (it says why on stderr,
+ * except when no socket file exists): no coordinator listens; it refuses
+ * the request because it runs another build or status format, serves
+ * another database (kf_ops_db_identity differs: host, port, dbname and
+ * options of the conninfo, and the session settings PGTZ, PGOPTIONS,
+ * PGDATESTYLE, so the bytes would differ), or hit a database error (a lock
+ * held elsewhere, the database away); or it does not answer within the
+ * CLI's timeout. Requests are served one at a time.
  */
 #ifndef KF_OPERATOR_H
 #define KF_OPERATOR_H
@@ -31,16 +37,25 @@
 
 typedef struct kf_ops_service kf_ops_service;
 
-/* Bind the operator socket at path (a file name, at most 100 bytes; a stale
- * socket file left by a dead coordinator is replaced, a live one is
- * EADDRINUSE), make it 0600, connect to conninfo (NULL: $KFARM_DB; a
- * database that is down is retried per request) and start the thread.
- * Returns the service, or NULL with the reason in err. */
+/* Listen at path (a file name of at most 100 bytes): a socket file left by
+ * a coordinator that died is replaced; a live one (another coordinator
+ * listens) or a path that is not a socket is refused. Connects to conninfo
+ * (NULL: $KFARM_DB; a database that is down is retried per request) and
+ * starts the thread. Returns the service, or NULL with the reason in err. */
 kf_ops_service *kf_ops_service_start(const char *conninfo, const char *path, char *err, size_t errlen);
 
-/* Stop the thread (within ~0.25 s: the request in progress is finished),
- * close the socket, remove its file and free. NULL is fine. */
+/* Stop the thread (within ~0.25 s of the request in progress), close the
+ * socket, remove its file if it is still this service's, and free. NULL
+ * is fine. */
 void kf_ops_service_stop(kf_ops_service *s);
+
+/* The database conninfo (NULL: $KFARM_DB) stands for, as the operator
+ * socket compares it: "host=.. port=.. dbname=.. options=.. tz=..
+ * pgoptions=.. datestyle=.." from the conninfo's own keywords, else the
+ * PGHOST/PGPORT/PGDATABASE variables, plus the session variables that
+ * change what status prints. "" when no conninfo is set. Returns 0, or -1
+ * when the conninfo does not parse (err says why). */
+int kf_ops_db_identity(const char *conninfo, char *out, size_t cap, char *err, size_t errlen);
 
 /* What the coordinator answered. */
 typedef struct {
@@ -51,14 +66,14 @@ typedef struct {
 } kf_ops_answer;
 
 /* Ask the coordinator listening at path for campaign `campaign`'s status
- * (json: the --json object; tty: draw the budget as a bar), waiting at most
- * ~0.25 s to reach it and timeout_ms for the answer. Returns 0 with *ans
- * filled (free ans->out); 1 when no socket file exists at path (no
- * coordinator started with it: err says so); -1 when it could not be
- * asked or refused the request (a socket file nobody listens on, another
- * build, no answer in time: the reason in err). On 1 and -1 the caller
- * reads the database itself. */
-int kf_ops_status(const char *path, const char *campaign, int json, int tty, int timeout_ms,
-                  kf_ops_answer *ans, char *err, size_t errlen);
+ * as the CLI would print it against conninfo (NULL: $KFARM_DB; json: the
+ * --json object; tty: the budget as a bar), waiting at most timeout_ms
+ * (ms) for the whole exchange. Returns 0 with *ans filled (free ans->out);
+ * 1 when no socket file exists at path (no coordinator was started with
+ * it); -1 when it could not be asked or did not answer the request (no
+ * coordinator listens, not permitted, refused, timed out: the reason in
+ * err). On 1 and -1 the caller reads the database itself. */
+int kf_ops_status(const char *path, const char *conninfo, const char *campaign, int json, int tty,
+                  int timeout_ms, kf_ops_answer *ans, char *err, size_t errlen);
 
 #endif

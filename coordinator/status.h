@@ -23,6 +23,11 @@
 
 #include "db.h"
 
+/* The version of what kf_status_write prints: raise it with any change to
+ * the text or the JSON, so that a coordinator of the old format is not
+ * asked for the new one over its operator socket (operator.h). */
+#define KF_STATUS_FORMAT 1
+
 /* Write campaign `name`'s status to out: the text report (tty: out is a
  * terminal, so the budget is drawn as a bar) or, with json, one object
  * {"name", "id", "progress", "blockers", "bests"} and a newline, where

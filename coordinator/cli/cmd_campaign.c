@@ -69,8 +69,9 @@ static void usage(FILE *f)
         "  --operator-socket PATH\n"
         "                      status: ask the coordinator started with this\n"
         "                      --operator-socket (default $KFARM_OPERATOR_SOCKET), which\n"
-        "                      answers from its warm connection; when none listens there,\n"
-        "                      or --db is given, the database is read directly\n"
+        "                      answers from its warm connection for the same database;\n"
+        "                      otherwise (none listens, another database or build) the\n"
+        "                      database is read directly\n"
         "\n"
         "status and wait say why a campaign is not progressing (\"blocked:\" lines).\n"
         "status --json lists at most 100 ties per target (\"ties_more\": true when there\n"
@@ -400,12 +401,14 @@ int kf_cli_cmd_campaign(int argc, char **argv)
     }
     char err[1024];
     /* status from a coordinator's operator socket (operator.h): its
-     * connection has paid the new backend's start and catalog reads. No
-     * coordinator there, or one that refuses (another build): the
-     * database, as without the socket. */
-    if (strcmp(sub, "status") == 0 && !conninfo && ops_path && ops_path[0]) {
+     * connection has paid the new backend's start and catalog reads. It
+     * answers only for this kfarm's database, build and status format; no
+     * coordinator there, a refusal or no answer in 5 s: the database, as
+     * without the socket (said on stderr unless no socket file exists). */
+    if (strcmp(sub, "status") == 0 && ops_path && ops_path[0]) {
         kf_ops_answer a;
-        int orc = kf_ops_status(ops_path, name, kf_cli_json, isatty(STDOUT_FILENO), 30000, &a, err, sizeof(err));
+        int orc = kf_ops_status(ops_path, conninfo, name, kf_cli_json, isatty(STDOUT_FILENO), 5000, &a, err,
+                                sizeof(err));
         if (orc == 0) {
             fwrite(a.out, 1, a.out_len, stdout);
             free(a.out);

@@ -5,8 +5,7 @@
  *
  * Looks COMMAND up in the table and calls its kf_cli_cmd_* with argv
  * starting at the command name. A leading --db is exported as $KFARM_DB so
- * every command sees it (and unsets $KFARM_OPERATOR_SOCKET: the database it
- * names is read directly).
+ * every command sees it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,11 +65,8 @@ int main(int argc, char **argv)
     }
     argc = n;
     argv[argc] = NULL;
-    /* a database named on the command line is read directly, never through
-     * a coordinator's operator socket, which may serve another one */
     int i = 1;
     while (i < argc && argv[i][0] == '-') {
-        if (strncmp(argv[i], "--db", 4) == 0) unsetenv("KFARM_OPERATOR_SOCKET");
         if (strcmp(argv[i], "--db") == 0 && i + 1 < argc) {
             setenv("KFARM_DB", argv[i + 1], 1);
             i += 2;

@@ -98,7 +98,6 @@ void kf_cli_table_free(kf_cli_table *t);
 int kf_cli_diff(const char *old_text, const char *new_text, const char *old_name,
                 const char *new_name, FILE *f);
 
-
 /* Format a number with the given precision, or "-" for SQL NULL. */
 const char *kf_cli_num(const char *v, int prec, char *buf, size_t cap);
 

@@ -2,7 +2,8 @@
  * db_test.h -- what the database tests (tests/db/test_*.c) share: the
  * CHECK harness (g_pass/g_fail, "N passed, M failed"), a fresh database from
  * tools/devdb, one-value queries, a fake worker's identity and calls over
- * the real wire library, and a queued campaign with results to store. Header-only: each test is one program.
+ * the real wire library, and a queued campaign with results to store.
+ * Header-only: each test is one program.
  */
 #ifndef KF_DB_TEST_H
 #define KF_DB_TEST_H

@@ -72,8 +72,9 @@ out=$(kf campaign status lp)
 check "campaign status shows tokens and the best speedup" bash -c "grep -q '^tokens: ' <<<'$out' && grep -q '^best: ' <<<'$out' && grep -q 'round 7 of 7' <<<'$out'"
 # the same status from the coordinator's operator socket (its warm
 # connection, coordinator/operator.h): word for word, and without a database
-# of its own; no coordinator there (no file, or a dead one's file): the
-# database, said on stderr only for the dead one's
+# of its own; no coordinator there (no file, or a dead one's file) or
+# another database (other session options): the database, said on stderr
+# except for a missing file
 check "status through the operator socket is the database's, word for word" eq \
   "$(env -u KFARM_DB KFARM_OPERATOR_SOCKET="$T_DIR/ops.sock" "$KFARM_BIN/kfarm" campaign status lp 2>"$T_DIR/ops.err")" "$out"
 check "... and nothing on stderr" eq "$(cat "$T_DIR/ops.err")" ""
@@ -83,8 +84,8 @@ python3 -c "import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])" 
 check "a dead coordinator's socket file: the database, and a line saying so" eq \
   "$(KFARM_OPERATOR_SOCKET="$T_DIR/dead.sock" kf campaign status lp 2>"$T_DIR/ops.err")|$(cat "$T_DIR/ops.err")" \
   "$out|kfarm: no coordinator listens at $T_DIR/dead.sock (Connection refused); reading the database"
-check "kfarm --db never asks the operator socket" eq \
-  "$(KFARM_OPERATOR_SOCKET="$T_DIR/dead.sock" kf --db "$KFARM_DB" campaign status lp 2>&1)" "$out"
+check "another database (session options): the database, and a line saying so" bash -c \
+  "[ \"\$(KFARM_OPERATOR_SOCKET='$T_DIR/ops.sock' '$KFARM_BIN/kfarm' --db \"\$KFARM_DB options='-c search_path=public'\" campaign status lp 2>'$T_DIR/ops.err')\" = \"\$1\" ] && grep -q 'serves another database' '$T_DIR/ops.err'" _ "$out"
 # the status's counts (kept by schema 011's trigger) are the proposals' own
 check "campaign status's tokens and proposals by state are the proposals'" eq \
   "$(grep -E '^(tokens|proposals):' <<<"$out" | sed 's/ of [0-9]*$//')" \
