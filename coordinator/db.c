@@ -212,7 +212,7 @@ PGresult *kf_db_exec(kf_db *db, const char *sql, int nparams, const char *const 
         if (r) PQclear(r);
         /* A prepared plan whose result type changed under it (a migration
          * while this session was open): forget every statement, retry once. */
-        if (attempt == 0 && prep > 0 && idle && ss && !strcmp(ss, "0A000")) {
+        if (attempt == 0 && prep > 0 && idle && !strcmp(db->sqlstate, "0A000")) { /* ss died with r */
             PGresult *d = PQexec(db->conn, "DEALLOCATE ALL");
             if (d) PQclear(d);
             forget_statements(db);
