@@ -161,7 +161,8 @@ int kf_ops_db_identity(const char *conninfo, char *out, size_t cap, char *err, s
         PQfreemem(perr);
         return -1;
     }
-    const char *host = NULL, *hostaddr = NULL, *port = NULL, *dbname = NULL, *options = NULL;
+    const char *host = NULL, *hostaddr = NULL, *port = NULL, *dbname = NULL, *options = NULL, *service = NULL,
+               *user = NULL;
     for (PQconninfoOption *p = o; p->keyword; p++) {
         if (!p->val) continue;
         if (!strcmp(p->keyword, "host")) host = p->val;
@@ -169,11 +170,19 @@ int kf_ops_db_identity(const char *conninfo, char *out, size_t cap, char *err, s
         else if (!strcmp(p->keyword, "port")) port = p->val;
         else if (!strcmp(p->keyword, "dbname")) dbname = p->val;
         else if (!strcmp(p->keyword, "options")) options = p->val;
+        else if (!strcmp(p->keyword, "service")) service = p->val;
+        else if (!strcmp(p->keyword, "user")) user = p->val; /* dbname's default */
     }
-    snprintf(out, cap, "host=%s hostaddr=%s port=%s dbname=%s options=%s tz=%s pgoptions=%s datestyle=%s",
+    /* a service (pg_service.conf) names its settings elsewhere: its name
+     * and file stand for them */
+    snprintf(out, cap,
+             "host=%s hostaddr=%s port=%s dbname=%s user=%s options=%s service=%s servicefile=%s tz=%s "
+             "pgoptions=%s datestyle=%s",
              or_env(host, "PGHOST"), or_env(hostaddr, "PGHOSTADDR"), or_env(port, "PGPORT"),
-             or_env(dbname, "PGDATABASE"), options ? options : "", or_env(NULL, "PGTZ"),
-             or_env(NULL, "PGOPTIONS"), or_env(NULL, "PGDATESTYLE"));
+             or_env(dbname, "PGDATABASE"), or_env(user, "PGUSER"), options ? options : "",
+             or_env(service, "PGSERVICE"),
+             or_env(NULL, "PGSERVICEFILE"), or_env(NULL, "PGTZ"), or_env(NULL, "PGOPTIONS"),
+             or_env(NULL, "PGDATESTYLE"));
     PQconninfoFree(o);
     return 0;
 }

@@ -24,9 +24,10 @@
  * When the CLI reads the database itself instead (it says why on stderr,
  * except when no socket file exists): no coordinator listens; it refuses
  * the request because it runs another build or status format, serves
- * another database (kf_ops_db_identity differs: host, port, dbname and
- * options of the conninfo, and the session settings PGTZ, PGOPTIONS,
- * PGDATESTYLE, so the bytes would differ), or hit a database error (a lock
+ * another database (kf_ops_db_identity differs: host, port, dbname,
+ * options and service of the conninfo, and the session settings PGTZ,
+ * PGOPTIONS, PGDATESTYLE, so the bytes would differ), or hit a database
+ * error (a lock
  * held elsewhere, the database away); or it does not answer within the
  * CLI's timeout. Requests are served one at a time.
  */
@@ -50,11 +51,15 @@ kf_ops_service *kf_ops_service_start(const char *conninfo, const char *path, cha
 void kf_ops_service_stop(kf_ops_service *s);
 
 /* The database conninfo (NULL: $KFARM_DB) stands for, as the operator
- * socket compares it: "host=.. port=.. dbname=.. options=.. tz=..
- * pgoptions=.. datestyle=.." from the conninfo's own keywords, else the
- * PGHOST/PGPORT/PGDATABASE variables, plus the session variables that
- * change what status prints. "" when no conninfo is set. Returns 0, or -1
- * when the conninfo does not parse (err says why). */
+ * socket compares it: "host=.. hostaddr=.. port=.. dbname=.. user=..
+ * options=.. service=.. servicefile=.. tz=.. pgoptions=.. datestyle=.."
+ * from the conninfo's own keywords (a URI too), else the PGHOST,
+ * PGHOSTADDR, PGPORT, PGDATABASE, PGUSER, PGSERVICE variables, plus the
+ * session variables that change what status prints (PGTZ, PGOPTIONS,
+ * PGDATESTYLE). It errs on the side of difference: one database spelled two
+ * ways gives two identities (the CLI then reads it itself). "" when no
+ * conninfo is set. Returns 0, or -1 when the conninfo does not parse (err
+ * says why). */
 int kf_ops_db_identity(const char *conninfo, char *out, size_t cap, char *err, size_t errlen);
 
 /* What the coordinator answered. */
