@@ -123,10 +123,24 @@ kf_db *kf_db_open_with(const char *conninfo, const char *pg_options, char *err, 
     }
     if (pg_options && *pg_options) {
         /* the conninfo string expanded as dbname, then the session options
-         * (kept by PQreset: a reconnect has them too) */
+         * (kept by PQreset: a reconnect has them too). A later "options"
+         * replaces the conninfo's own and $PGOPTIONS: ours go after theirs
+         * in one string, so both hold (and ours win where they overlap). */
+        char *merged = NULL, *perr = NULL;
+        const char *theirs = NULL;
+        PQconninfoOption *ci = PQconninfoParse(conninfo, &perr);
+        for (PQconninfoOption *o = ci; o && o->keyword; o++)
+            if (!strcmp(o->keyword, "options") && o->val && o->val[0]) theirs = o->val;
+        if (!theirs) theirs = getenv("PGOPTIONS");
+        size_t ml = (theirs ? strlen(theirs) + 1 : 0) + strlen(pg_options) + 1;
+        if ((merged = malloc(ml)))
+            snprintf(merged, ml, "%s%s%s", theirs ? theirs : "", theirs ? " " : "", pg_options);
         const char *const kw[] = { "dbname", "options", NULL };
-        const char *const val[] = { conninfo, pg_options, NULL };
+        const char *const val[] = { conninfo, merged ? merged : pg_options, NULL };
         db->conn = PQconnectdbParams(kw, val, 1);
+        free(merged);
+        PQconninfoFree(ci);
+        PQfreemem(perr);
     } else {
         db->conn = PQconnectdb(conninfo);
     }

@@ -30,7 +30,9 @@ typedef struct kf_db kf_db;
 kf_db *kf_db_open(const char *conninfo, char *err, size_t errlen);
 /* The same with PostgreSQL session options (the libpq "options" keyword,
  * e.g. "-c lock_timeout=2000 -c statement_timeout=15000"), which a
- * reconnect keeps. pg_options NULL: kf_db_open. */
+ * reconnect keeps. They are added after the conninfo's own options (else
+ * $PGOPTIONS), which therefore still hold where they do not overlap.
+ * pg_options NULL: kf_db_open. */
 kf_db *kf_db_open_with(const char *conninfo, const char *pg_options, char *err, size_t errlen);
 /* Prepare every parameterized statement once per session from now on
  * (server-side plan cache: the serving loop runs the same few statements

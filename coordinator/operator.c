@@ -22,7 +22,6 @@
 #include "operator.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -33,21 +32,20 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "db.h"
+#include "kf_build_id.h" /* KF_BUILD_ID, generated at build time */
 #include "kf_util.h"
 #include "kf_wire.h"
 #include "log.h"
 #include "status.h"
 
-#ifndef KFARM_COMMIT
-#define KFARM_COMMIT "unknown"
-#endif
 
 #define KF_OPS_PATH_MAX 100           /* sun_path holds 108 bytes */
 #define KF_OPS_REQUEST_MAX 4096       /* an OperatorRequest is a few names */
-#define KF_OPS_REPLY_MAX (64u << 20)  /* a status is KBs (100 ties at most) */
+#define KF_OPS_REPLY_MAX (4u << 20)   /* a status is KBs (100 ties at most) */
 #define KF_OPS_READ_MS 2000           /* a peer's whole request */
 #define KF_OPS_WRITE_MS 10000         /* the reply to a peer */
 
@@ -69,8 +67,8 @@ struct kf_ops_service {
  * JIT (15-35 ms per statement on a 1,000,000-result campaign,
  * cmd_campaign.c) off. A request that hits these limits is refused and the
  * CLI reads the database itself. */
-static const char *const OPS_PG_OPTIONS =
-    "-c jit=off -c lock_timeout=2000 -c statement_timeout=5000 -c default_transaction_read_only=on";
+static const char *const OPS_PG_OPTIONS = "-c jit=off -c lock_timeout=1000 -c statement_timeout=2000"
+                                          " -c default_transaction_read_only=on -c application_name=kfarm-operator";
 
 /* ---- framing: 4-byte big-endian length, then the message ---- */
 
@@ -161,30 +159,37 @@ int kf_ops_db_identity(const char *conninfo, char *out, size_t cap, char *err, s
         PQfreemem(perr);
         return -1;
     }
-    const char *host = NULL, *hostaddr = NULL, *port = NULL, *dbname = NULL, *options = NULL, *service = NULL,
-               *user = NULL;
-    for (PQconninfoOption *p = o; p->keyword; p++) {
-        if (!p->val) continue;
-        if (!strcmp(p->keyword, "host")) host = p->val;
-        else if (!strcmp(p->keyword, "hostaddr")) hostaddr = p->val;
-        else if (!strcmp(p->keyword, "port")) port = p->val;
-        else if (!strcmp(p->keyword, "dbname")) dbname = p->val;
-        else if (!strcmp(p->keyword, "options")) options = p->val;
-        else if (!strcmp(p->keyword, "service")) service = p->val;
-        else if (!strcmp(p->keyword, "user")) user = p->val; /* dbname's default */
+    /* the keywords that choose the database or change what status
+     * prints, each from the conninfo, else its environment variable */
+    static const char *const keys[][2] = {
+        { "host", "PGHOST" },         { "hostaddr", "PGHOSTADDR" },
+        { "port", "PGPORT" },         { "dbname", "PGDATABASE" },
+        { "user", "PGUSER" }, /* dbname's default */
+        { "options", "PGOPTIONS" },   { "client_encoding", "PGCLIENTENCODING" },
+        { "service", "PGSERVICE" },   { "servicefile", "PGSERVICEFILE" },
+    };
+    size_t len = 0;
+    int n;
+    for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+        const char *v = NULL;
+        for (PQconninfoOption *p = o; p->keyword; p++)
+            if (p->val && !strcmp(p->keyword, keys[k][0])) v = p->val;
+        n = snprintf(out + len, cap - len, "%s=%s ", keys[k][0], or_env(v, keys[k][1]));
+        if (n < 0 || (size_t)n >= cap - len) goto long_;
+        len += (size_t)n;
     }
-    /* a service (pg_service.conf) names its settings elsewhere: its name
-     * and file stand for them */
-    snprintf(out, cap,
-             "host=%s hostaddr=%s port=%s dbname=%s user=%s options=%s service=%s servicefile=%s tz=%s "
-             "pgoptions=%s datestyle=%s",
-             or_env(host, "PGHOST"), or_env(hostaddr, "PGHOSTADDR"), or_env(port, "PGPORT"),
-             or_env(dbname, "PGDATABASE"), or_env(user, "PGUSER"), options ? options : "",
-             or_env(service, "PGSERVICE"),
-             or_env(NULL, "PGSERVICEFILE"), or_env(NULL, "PGTZ"), or_env(NULL, "PGOPTIONS"),
-             or_env(NULL, "PGDATESTYLE"));
+    /* session settings libpq takes from the environment alone; a service
+     * file found by its directory stands for its own contents */
+    n = snprintf(out + len, cap - len, "tz=%s datestyle=%s sysconfdir=%s", or_env(NULL, "PGTZ"),
+                 or_env(NULL, "PGDATESTYLE"), or_env(NULL, "PGSYSCONFDIR"));
+    if (n < 0 || (size_t)n >= cap - len) goto long_;
     PQconninfoFree(o);
     return 0;
+long_:
+    PQconninfoFree(o);
+    snprintf(err, errlen, "the database conninfo is too long for the operator socket (%zu bytes at most)", cap);
+    out[0] = 0;
+    return -1;
 }
 
 /* ---- the service ---- */
@@ -227,8 +232,8 @@ static void answer(kf_ops_service *s, const uint8_t *msg, size_t n, Kfarm__Opera
     Kfarm__OperatorRequest *q = kfarm__operator_request__unpack(NULL, n, msg);
     if (!q) {
         REFUSE("malformed operator request (%zu bytes)", n);
-    } else if (strcmp(q->build, KFARM_COMMIT) != 0 || !strcmp(KFARM_COMMIT, "unknown")) {
-        REFUSE("the coordinator runs build %s, this kfarm build %.64s", KFARM_COMMIT, q->build);
+    } else if (strcmp(q->build, KF_BUILD_ID) != 0 || !strcmp(KF_BUILD_ID, "unknown")) {
+        REFUSE("the coordinator runs build %s, this kfarm build %.64s", KF_BUILD_ID, q->build);
     } else if (!q->has_format || q->format != KF_STATUS_FORMAT) {
         REFUSE("the coordinator writes status format %d, this kfarm %d", KF_STATUS_FORMAT,
                q->has_format ? (int)q->format : 0);
@@ -317,7 +322,13 @@ static void *ops_thread(void *arg)
         struct pollfd p = { s->fd, POLLIN, 0 };
         if (poll(&p, 1, 250) <= 0) continue;
         int c = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (c < 0) continue;
+        if (c < 0) {
+            if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) {
+                struct timespec ts = { 0, 100 * 1000000L }; /* out of descriptors: no busy loop */
+                nanosleep(&ts, NULL);
+            }
+            continue;
+        }
         serve(s, c);
         close(c);
     }
@@ -352,9 +363,11 @@ kf_ops_service *kf_ops_service_start(const char *conninfo, const char *path, cha
             snprintf(err, errlen, "operator socket %s: the path exists and is not a socket (not replaced)", path);
             goto fail;
         }
-        int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        /* non-blocking: a listener whose queue is full says EAGAIN, alive */
+        int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         int live = probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0;
         int e = errno;
+        if (!live && e == EAGAIN) live = 1;
         if (probe >= 0) close(probe);
         if (live) {
             snprintf(err, errlen, "operator socket %s: another coordinator listens there", path);
@@ -418,7 +431,7 @@ int kf_ops_status(const char *path, const char *conninfo, const char *campaign, 
     char ident[1024];
     if (kf_ops_db_identity(conninfo, ident, sizeof(ident), err, errlen) < 0) return -1;
     Kfarm__OperatorRequest q = KFARM__OPERATOR_REQUEST__INIT;
-    q.build = (char *)KFARM_COMMIT;
+    q.build = (char *)KF_BUILD_ID;
     q.command = (char *)"campaign status";
     q.campaign = (char *)campaign;
     q.has_json = q.has_tty = q.has_format = 1;
@@ -433,7 +446,9 @@ int kf_ops_status(const char *path, const char *conninfo, const char *campaign, 
     }
     uint8_t qbuf[KF_OPS_REQUEST_MAX];
     kfarm__operator_request__pack(&q, qbuf);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    /* non-blocking from the start: a coordinator whose queue of waiting
+     * connections is full would hold a blocking connect(2) without limit */
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
         int e = errno;
         if (fd >= 0) close(fd);
@@ -445,12 +460,19 @@ int kf_ops_status(const char *path, const char *conninfo, const char *campaign, 
             snprintf(err, errlen, "not permitted to use the operator socket at %s (%s)", path, strerror(e));
         else if (e == ECONNREFUSED)
             snprintf(err, errlen, "no coordinator listens at %s (%s)", path, strerror(e));
+        else if (e == EAGAIN)
+            snprintf(err, errlen, "the coordinator at %s is busy (its queue of requests is full)", path);
         else
             snprintf(err, errlen, "operator socket %s: %s", path, strerror(e));
         return -1;
     }
-    if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0) { /* the deadline needs it */
-        snprintf(err, errlen, "operator socket %s: %s", path, strerror(errno));
+    /* the listener must be the user's own, as the coordinator requires of
+     * its peers: a socket another user bound first gets no question */
+    struct ucred cr;
+    socklen_t cl = sizeof(cr);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 || cr.uid != geteuid()) {
+        snprintf(err, errlen, "the operator socket at %s belongs to uid %ld, not to this user: not asked", path,
+                 cl == sizeof(cr) ? (long)cr.uid : -1L);
         close(fd);
         return -1;
     }

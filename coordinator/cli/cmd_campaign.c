@@ -412,7 +412,7 @@ int kf_cli_cmd_campaign(int argc, char **argv)
         if (orc == 0) {
             fwrite(a.out, 1, a.out_len, stdout);
             free(a.out);
-            return a.exit_code ? kf_cli_fail("%s", a.error) : 0;
+            return a.exit_code ? kf_cli_fail("%s", a.error[0] ? a.error : "the coordinator's status failed") : 0;
         }
         if (orc < 0) fprintf(stderr, "kfarm: %s; reading the database\n", err);
     }

@@ -113,7 +113,9 @@ addr=tcp://127.0.0.1:$port
     KFARM_DB=$db "$build/kfarm-coordinator" --listen "$addr" --operator-socket "$ops" >>"$log" 2>&1 &
     coord=$!
     for _ in $(seq 300); do grep -q "operator socket $ops\$" "$log" && break; sleep 0.1; done
-    KFARM_OPERATOR_SOCKET=$ops "$build/kfarm" campaign status "$name" >"$build/bench-results/history-$stamp-status-ops-$h.txt"
+    # without a database of its own: only the coordinator can answer it
+    env -u KFARM_DB KFARM_OPERATOR_SOCKET="$ops" "$build/kfarm" campaign status "$name" \
+      >"$build/bench-results/history-$stamp-status-ops-$h.txt"
     if cmp -s "$build/bench-results/history-$stamp-status-$h.txt" "$build/bench-results/history-$stamp-status-ops-$h.txt"
     then echo "(the operator socket's answer is the database's, byte for byte)"
     else echo "(the operator socket's answer DIFFERS: $build/bench-results/history-$stamp-status-ops-$h.txt)"; fi
