@@ -6,7 +6,9 @@
  * must pass validation against the reference, the largest shape must fit;
  * --no-task-check skips it, e.g. on a coordinator that cannot run the task's
  * backend), and stores task, campaign and seed (campaign.h); start/pause flip the state (the running coordinator notices
- * within a second and runs the strategy); status/list summarize from the
+ * within a second and runs the strategy); status prints coordinator/status.c's
+ * report, from a running coordinator's operator socket when one is named
+ * (operator.h) and otherwise from the database; list summarizes from the
  * database; wait polls until the campaign is done (for scripts).
  */
 #include <errno.h>
@@ -22,7 +24,6 @@
 #include <jansson.h>
 
 #include "campaign.h"
-#include "bests.h"
 #include "health.h"
 #include "kf_util.h"
 #include "kfarm_cli.h"
