@@ -122,7 +122,8 @@ void kf_ship_plan_free(kf_ship_plan *p);
  * replaced). cc/nvcc: the compilers used to find each C source's symbols
  * and to check that every class file compiles (NULL: "cc" / the nvcc the
  * farm was built with, else "nvcc"); abi_dir: where kf_abi.h is. commit:
- * the farm's commit for the manifest. Returns 0, or -1 with a reason (a
+ * the farm's build for the manifest (KF_BUILD_ID: the commit, with
+ * "-dirty-" and a hash of the diff when the tree had changes). Returns 0, or -1 with a reason (a
  * source that does not compile on its own, a class file that does not
  * compile, I/O). */
 int kf_ship_write(const kf_ship_plan *p, const char *dir, const char *cc, const char *nvcc, const char *abi_dir,

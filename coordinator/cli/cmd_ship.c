@@ -19,14 +19,12 @@
 #include <unistd.h>
 
 #include "campaign.h"
+#include "kf_build_id.h"
 #include "kf_util.h"
 #include "kfarm_cli.h"
 #include "noise.h"
 #include "ship.h"
 
-#ifndef KFARM_COMMIT
-#define KFARM_COMMIT "unknown"
-#endif
 
 static void usage(FILE *f)
 {
@@ -190,7 +188,7 @@ int kf_cli_cmd_ship(int argc, char **argv)
     char abi[4096];
     const char *env = getenv("KFARM_ABI_DIR");
     snprintf(abi, sizeof(abi), "%s", env && *env ? env : KFARM_SOURCE_DIR "/abi");
-    if (kf_ship_write(p, out, cc, nvcc, abi, KFARM_COMMIT, err, sizeof(err)) < 0) {
+    if (kf_ship_write(p, out, cc, nvcc, abi, KF_BUILD_ID, err, sizeof(err)) < 0) {
         rc = kf_cli_fail("%s", err);
         goto done;
     }
