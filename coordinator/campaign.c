@@ -242,7 +242,7 @@ int kf_campaign_lookup(kf_db *db, const char *name, int64_t *id, char state[16],
     if (PQntuples(r) == 0) {
         PQclear(r);
         snprintf(err, errlen, "no campaign '%s'", name);
-        return -1;
+        return 1;
     }
     if (id) *id = kf_db_i64(r, 0, 0, 0);
     if (state) snprintf(state, 16, "%s", PQgetvalue(r, 0, 1));
@@ -255,7 +255,7 @@ static int set_state(kf_db *db, const char *name, const char *from, const char *
                      char *err, size_t errlen)
 {
     char state[16];
-    if (kf_campaign_lookup(db, name, NULL, state, err, errlen) < 0) return -1;
+    if (kf_campaign_lookup(db, name, NULL, state, err, errlen) != 0) return -1;
     if (strcmp(state, to) == 0) return 0;
     const char *p[3] = { name, from, to };
     PGresult *r = kf_db_exec(db,
@@ -347,7 +347,7 @@ int kf_campaign_set_share(kf_db *db, const char *name, double share, char *err, 
 int kf_campaign_delete(kf_db *db, const char *name, char *err, size_t errlen)
 {
     char state[16];
-    if (kf_campaign_lookup(db, name, NULL, state, err, errlen) < 0) return -1;
+    if (kf_campaign_lookup(db, name, NULL, state, err, errlen) != 0) return -1;
     if (!strcmp(state, "running")) {
         snprintf(err, errlen, "campaign '%s' is running: pause it first (kfarm campaign pause %s)",
                  name, name);

@@ -40,8 +40,9 @@ typedef struct {
 int kf_campaign_create(kf_db *db, const kf_campaign_spec *spec, int64_t *id,
                        char *err, size_t errlen);
 
-/* Look up a campaign by name: *id and (optional) state[16]. Returns 0, or -1
- * with "no campaign 'NAME'" / database error. */
+/* Look up a campaign by name: *id and (optional) state[16]. Returns 0; 1
+ * when there is none (err: "no campaign 'NAME'"); -1 on a database error
+ * (err says it). */
 int kf_campaign_lookup(kf_db *db, const char *name, int64_t *id, char state[16],
                        char *err, size_t errlen);
 

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "bests.h"
+#include "campaign.h"
 #include "health.h"
 
 #define KF_STATUS_MAX_TIES 100 /* ties read per target: counted, not listed */
@@ -32,19 +33,15 @@ static int fail(int rc, char *err, size_t errlen, const char *fmt, ...)
     return rc;
 }
 
-/* The campaign's id: 0, 1 when there is none, -1 on a database error. */
+/* The campaign's id (kf_campaign_lookup): 0, 1 when there is none (err
+ * with the CLI's hint), -1 on a database error. */
 static int campaign_id(kf_db *db, const char *name, long long *id, char *err, size_t errlen)
 {
-    const char *p[1] = { name };
-    PGresult *r = kf_db_exec(db, "SELECT id FROM campaigns WHERE name = $1", 1, p, err, errlen);
-    if (!r) return -1;
-    if (PQntuples(r) == 0) {
-        PQclear(r);
-        return fail(1, err, errlen, "no campaign '%s' (see kfarm campaign list)", name);
-    }
-    *id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
-    PQclear(r);
-    return 0;
+    int64_t v = 0;
+    int rc = kf_campaign_lookup(db, name, &v, NULL, err, errlen);
+    if (rc == 1) return fail(1, err, errlen, "no campaign '%s' (see kfarm campaign list)", name);
+    *id = v;
+    return rc;
 }
 
 /* status --json: {"name", "id", "progress", "blockers", "bests"} for scripts. */

@@ -236,8 +236,10 @@ static int do_wait(kf_db *db, const char *name, double timeout, double blocked_a
     int64_t id;
     for (;;) {
         if (kf_db_ensure(db, err, sizeof(err)) == 0) {
-            if (kf_campaign_lookup(db, name, &id, state, err, sizeof(err)) < 0) {
-                if (strncmp(err, "no campaign", 11) == 0) return kf_cli_fail("%s", err);
+            int lrc = kf_campaign_lookup(db, name, &id, state, err, sizeof(err));
+            if (lrc == 1) return kf_cli_fail("%s", err);
+            if (lrc < 0) {
+                /* a database error: tried again on the next poll */
             } else if (strcmp(state, "done") == 0) {
                 printf("campaign %s is done\n", name);
                 return 0;

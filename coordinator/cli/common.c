@@ -61,18 +61,12 @@ int kf_cli_parse_double(const char *s, double *out)
 
 int kf_cli_campaign_id(kf_db *db, const char *name, long long *id)
 {
-    const char *p[1] = { name };
     char err[1024];
-    PGresult *r = kf_db_exec(db, "SELECT id FROM campaigns WHERE name = $1", 1, p, err,
-                             sizeof(err));
-    if (!r) return kf_cli_fail("%s", err), -1;
-    if (PQntuples(r) == 0) {
-        PQclear(r);
-        kf_cli_fail("no campaign '%s' (see kfarm campaign list)", name);
-        return -1;
-    }
-    *id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
-    PQclear(r);
+    int64_t v = 0;
+    int rc = kf_campaign_lookup(db, name, &v, NULL, err, sizeof(err));
+    if (rc == 1) return kf_cli_fail("no campaign '%s' (see kfarm campaign list)", name), -1;
+    if (rc < 0) return kf_cli_fail("%s", err), -1;
+    *id = v;
     return 0;
 }
 
