@@ -15,6 +15,7 @@
 #include "db.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
@@ -355,6 +356,90 @@ char *kf_db_text_array(const char *const *items, int n)
     *p++ = '}';
     *p = 0;
     return out;
+}
+
+/* Room for need more bytes (and the closing "}" and NUL); 0 or -1 (oom set). */
+static int arr_room(kf_db_arr *a, size_t need)
+{
+    if (a->oom) return -1;
+    if (a->len + need + 3 <= a->cap) return 0;
+    size_t c = a->cap ? a->cap * 2 : 256;
+    while (c < a->len + need + 3) c *= 2;
+    char *nb = realloc(a->buf, c);
+    if (!nb) {
+        a->oom = 1;
+        return -1;
+    }
+    a->buf = nb;
+    a->cap = c;
+    return 0;
+}
+
+/* The separator before an element: "{" for the first, "," after. */
+static void arr_sep(kf_db_arr *a)
+{
+    a->buf[a->len++] = a->n++ ? ',' : '{';
+}
+
+void kf_db_arr_i64(kf_db_arr *a, int64_t v)
+{
+    if (arr_room(a, 24) < 0) return;
+    arr_sep(a);
+    char tmp[24];
+    int k = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[k++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0) a->buf[a->len++] = '-';
+    while (k) a->buf[a->len++] = tmp[--k];
+}
+
+void kf_db_arr_f64(kf_db_arr *a, double v)
+{
+    if (!isfinite(v)) {
+        kf_db_arr_str(a, NULL);
+        return;
+    }
+    if (arr_room(a, 32) < 0) return;
+    arr_sep(a);
+    a->len += (size_t)snprintf(a->buf + a->len, 32, "%.17g", v);
+}
+
+void kf_db_arr_str(kf_db_arr *a, const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (arr_room(a, s ? 2 * n + 2 : 4) < 0) return;
+    arr_sep(a);
+    if (!s) {
+        memcpy(a->buf + a->len, "NULL", 4);
+        a->len += 4;
+        return;
+    }
+    char *p = a->buf + a->len;
+    *p++ = '"';
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '"' || s[i] == '\\') *p++ = '\\';
+        *p++ = s[i];
+    }
+    *p++ = '"';
+    a->len = (size_t)(p - a->buf);
+}
+
+const char *kf_db_arr_text(kf_db_arr *a)
+{
+    if (arr_room(a, 0) < 0) return NULL;
+    if (!a->n) a->buf[a->len++] = '{';
+    a->buf[a->len++] = '}';
+    a->buf[a->len] = 0;
+    return a->buf;
+}
+
+void kf_db_arr_free(kf_db_arr *a)
+{
+    free(a->buf);
+    memset(a, 0, sizeof(*a));
 }
 
 /* ---- migrations ---- */

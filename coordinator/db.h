@@ -109,6 +109,26 @@ int kf_db_utf8_valid(const char *s, size_t len);
  * when out of memory. */
 char *kf_db_text_array(const char *const *items, int n);
 
+/* A PostgreSQL array literal built element by element ({1,"a",NULL}), for
+ * a statement that takes a column of many rows as one parameter
+ * (unnest($1::bigint[], $2::text[], ...)). Zero-initialize, add elements,
+ * then kf_db_arr_text returns the literal ("{}" when empty; NULL when an
+ * allocation failed on the way: the error is reported once, at the end).
+ * kf_db_arr_free releases it. */
+typedef struct {
+    char *buf;
+    size_t len, cap;
+    int n, oom;
+} kf_db_arr;
+void kf_db_arr_i64(kf_db_arr *a, int64_t v);
+/* v with 17 significant digits (exact round trip), or NULL when v is not
+ * finite. */
+void kf_db_arr_f64(kf_db_arr *a, double v);
+/* s quoted and escaped, or NULL when s is NULL. */
+void kf_db_arr_str(kf_db_arr *a, const char *s);
+const char *kf_db_arr_text(kf_db_arr *a);
+void kf_db_arr_free(kf_db_arr *a);
+
 /* ---- embedded files (coordinator/embed.c) ---- */
 
 typedef struct {

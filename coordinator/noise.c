@@ -12,6 +12,14 @@ int kf_noise_of_metrics(const char *metrics_json, double speedup, double *cv, do
 {
     if (!metrics_json || !(speedup > 0) || !isfinite(speedup)) return -1;
     json_t *m = json_loads(metrics_json, 0, NULL);
+    int rc = kf_noise_of_metrics_obj(m, speedup, cv, lo, hi);
+    json_decref(m);
+    return rc;
+}
+
+int kf_noise_of_metrics_obj(const json_t *m, double speedup, double *cv, double *lo, double *hi)
+{
+    if (!m || !(speedup > 0) || !isfinite(speedup)) return -1;
     json_t *shapes = json_object_get(json_object_get(m, "timing"), "shapes");
     double wsum = 0, ssum = 0, csum = 0;
     size_t i;
@@ -28,7 +36,6 @@ int kf_noise_of_metrics(const char *metrics_json, double speedup, double *cv, do
         ssum += w * sqrt(cb * cb + cc * cc);
         csum += w * (cb > cc ? cb : cc);
     }
-    json_decref(m);
     if (wsum <= 0) return -1;
     double s = ssum / wsum;
     *cv = csum / wsum;

@@ -35,6 +35,11 @@
 int kf_noise_of_metrics(const char *metrics_json, double speedup, double *cv, double *lo,
                         double *hi);
 
+/* The same from metrics already parsed (a jansson object; NULL: -1). */
+struct json_t;
+int kf_noise_of_metrics_obj(const struct json_t *metrics, double speedup, double *cv, double *lo,
+                            double *hi);
+
 /* The interval of one benchmark shape's speedup s from its two sides' CVs
  * (the per-shape term of the model above): [s e^(-z q), s e^(z q)] with
  * q = sqrt(cv_b^2 + cv_c^2). A negative or non-finite CV counts as 0. */

@@ -497,14 +497,17 @@ static char *clean_text(const char *s, size_t cap)
     return kf_db_utf8_sanitize(c);
 }
 
-/* Canonical JSON text of metrics (an object), or NULL if absent/invalid. */
+/* A copy of the metrics text as the worker sent it when it parses as a JSON
+ * object (jansson: valid UTF-8, no NUL), or NULL if absent or not one. Not
+ * printed again: jansson's "%.17g" turned a sent 0.05 into a stored
+ * 0.050000000000000003. */
 static char *clean_metrics(const char *s)
 {
     if (!s || !*s) return NULL;
     json_error_t je;
     json_t *j = json_loads(s, 0, &je);
     if (!j) return NULL;
-    char *out = json_is_object(j) ? json_dumps(j, JSON_COMPACT) : NULL;
+    char *out = json_is_object(j) ? strdup(s) : NULL;
     json_decref(j);
     return out;
 }
@@ -625,7 +628,7 @@ kf_queue_status kf_queue_result(kf_db *db, const kf_queue_config *cfg, const cha
         job, cand, att, worker_id, tok, kf_verdict_name((kf_verdict)v), detail, metrics,
         num_param(b1, res->candidate_us), num_param(b2, res->baseline_us),
         num_param(b3, res->speedup), log, retry ? "false" : "true",
-        has_noise ? (snprintf(b4, sizeof(b4), "%.17g", cv), b4) : NULL,
+        has_noise && isfinite(cv) ? (snprintf(b4, sizeof(b4), "%.17g", cv), b4) : NULL,
         has_noise ? num_param(b5, lo) : NULL, has_noise ? num_param(b6, hi) : NULL,
         campaign, target, is_verify ? "verify" : "eval",
     };
@@ -760,25 +763,19 @@ static void grp_close(char *buf, size_t *len)
     buf[*len] = 0;
 }
 
-static json_t *grp_num(double v)
-{
-    return isfinite(v) && v > 0 ? json_real(v) : json_null();
-}
-
-static json_t *grp_str(const char *s)
-{
-    return s ? json_string(s) : json_null();
-}
-
 /* The group's transaction: lock, check, store. Returns the number of items
  * stored, or -1 (rolled back; err) when the transaction failed. */
 static int grp_store(kf_db *db, kf_queue_item *it, grp_item *g, int n, char *err, size_t errlen)
 {
+    /* the accepted rows' columns (step 3) */
+    enum { C_JOB, C_CAND, C_ATT, C_WORKER, C_TOKEN, C_VERDICT, C_DETAIL, C_METRICS, C_CUS, C_BUS,
+           C_SPEEDUP, C_LOG, C_CV, C_LO, C_HI, C_CAMPAIGN, C_TARGET, C_N };
+    kf_db_arr col[C_N];
+    memset(col, 0, sizeof(col));
     char *ids = NULL, *toks = NULL;
     size_t il = 0, ic = 0, tl = 0, tc = 0;
     int stored = -1;
-    json_t *rows = NULL;
-    char *rows_text = NULL, *acc_ids = NULL, *acc_w = NULL;
+    char *acc_ids = NULL, *acc_w = NULL;
     size_t al = 0, ac = 0, wl = 0, wc = 0;
     for (int i = 0; i < n; i++) {
         if (g[i].decided || g[i].defer) continue;
@@ -807,11 +804,17 @@ static int grp_store(kf_db *db, kf_queue_item *it, grp_item *g, int n, char *err
         1, pl, err, errlen);
     if (!r) goto fail;
     int nr = PQntuples(r);
+    int64_t *row_job = malloc(sizeof(*row_job) * (size_t)(nr > 0 ? nr : 1)); /* parsed once */
+    if (!row_job) {
+        PQclear(r);
+        goto oom;
+    }
+    for (int k = 0; k < nr; k++) row_job[k] = kf_db_i64(r, k, 0, -1);
     for (int i = 0; i < n; i++) {
         if (g[i].decided || g[i].defer) continue;
         int row = -1;
         for (int k = 0; k < nr && row < 0; k++)
-            if (kf_db_i64(r, k, 0, -1) == it[i].job_id) row = k;
+            if (row_job[k] == it[i].job_id) row = k;
         if (row < 0) {
             grp_decide(&it[i], &g[i], KF_Q_REJECTED, "no job %lld", (long long)it[i].job_id);
             continue;
@@ -838,6 +841,7 @@ static int grp_store(kf_db *db, kf_queue_item *it, grp_item *g, int n, char *err
         else
             g[i].accept = 1;
     }
+    free(row_job);
     PQclear(r);
     /* 2. an evaluation already stored for (job, token): a resend or a lease
      *    that expired (checked before the lease itself, as kf_queue_result) */
@@ -866,38 +870,45 @@ static int grp_store(kf_db *db, kf_queue_item *it, grp_item *g, int n, char *err
         }
     }
     PQclear(r);
-    /* 3. the accepted results: one statement per table */
-    rows = json_array();
+    /* 3. the accepted results: one statement per table, each column of the
+     *    group's rows one array parameter (a JSON document of rows cost the
+     *    coordinator a parse and a print of every metrics object, and
+     *    PostgreSQL a parse of the whole document before the metrics' own:
+     *    docs/benchmarks.md, 2026-12-06 evening) */
     int nacc = 0;
-    for (int i = 0; i < n && rows; i++) {
+    for (int i = 0; i < n; i++) {
         if (!g[i].accept) continue;
         const kf_result *res = it[i].res;
         char a[24], *detail = clean_text(res->detail, 4096), *log = clean_text(res->compile_log, 1u << 20);
-        char *metrics = clean_metrics(res->metrics_json);
+        /* metrics: stored as the worker sent them when they parse as a JSON
+         * object (jansson accepts only valid UTF-8, no NUL), else NULL; the
+         * same parse gives the noise interval */
+        const char *mt = res->metrics_json && *res->metrics_json ? res->metrics_json : NULL;
+        json_t *mj = mt ? json_loads(mt, 0, NULL) : NULL;
+        if (!json_is_object(mj)) mt = NULL;
         double cv = 0, lo = 0, hi = 0;
-        int has_noise = g[i].v == KF_OK && kf_noise_of_metrics(metrics, res->speedup, &cv, &lo, &hi) == 0;
-        json_t *o = json_object();
-        json_object_set_new(o, "job_id", json_integer(it[i].job_id));
-        json_object_set_new(o, "candidate_id", json_integer(g[i].cand));
-        json_object_set_new(o, "attempt", json_integer(g[i].attempts));
-        json_object_set_new(o, "worker_id", json_string(it[i].worker_id));
-        json_object_set_new(o, "fencing_token", json_integer(it[i].token));
-        json_object_set_new(o, "verdict", json_string(kf_verdict_name((kf_verdict)g[i].v)));
-        json_object_set_new(o, "detail", grp_str(detail));
-        json_object_set_new(o, "metrics", grp_str(metrics));
-        json_object_set_new(o, "candidate_us", grp_num(res->candidate_us));
-        json_object_set_new(o, "baseline_us", grp_num(res->baseline_us));
-        json_object_set_new(o, "speedup", grp_num(res->speedup));
-        json_object_set_new(o, "compile_log", grp_str(log));
-        json_object_set_new(o, "cv", has_noise && isfinite(cv) ? json_real(cv) : json_null());
-        json_object_set_new(o, "speedup_lo", has_noise ? grp_num(lo) : json_null());
-        json_object_set_new(o, "speedup_hi", has_noise ? grp_num(hi) : json_null());
-        json_object_set_new(o, "campaign_id", json_integer(g[i].campaign));
-        json_object_set_new(o, "target", json_string(g[i].target));
-        json_array_append_new(rows, o);
+        int has_noise = g[i].v == KF_OK && mt && kf_noise_of_metrics_obj(mj, res->speedup, &cv, &lo, &hi) == 0;
+        json_decref(mj);
+        kf_db_arr_i64(&col[C_JOB], it[i].job_id);
+        kf_db_arr_i64(&col[C_CAND], g[i].cand);
+        kf_db_arr_i64(&col[C_ATT], g[i].attempts);
+        kf_db_arr_str(&col[C_WORKER], it[i].worker_id);
+        kf_db_arr_i64(&col[C_TOKEN], it[i].token);
+        kf_db_arr_str(&col[C_VERDICT], kf_verdict_name((kf_verdict)g[i].v));
+        kf_db_arr_str(&col[C_DETAIL], detail);
+        kf_db_arr_str(&col[C_METRICS], mt);
+        /* times and speedups: NULL when not measured (not finite or <= 0) */
+        kf_db_arr_f64(&col[C_CUS], res->candidate_us > 0 ? res->candidate_us : NAN);
+        kf_db_arr_f64(&col[C_BUS], res->baseline_us > 0 ? res->baseline_us : NAN);
+        kf_db_arr_f64(&col[C_SPEEDUP], res->speedup > 0 ? res->speedup : NAN);
+        kf_db_arr_str(&col[C_LOG], log);
+        kf_db_arr_f64(&col[C_CV], has_noise ? cv : NAN);
+        kf_db_arr_f64(&col[C_LO], has_noise && lo > 0 ? lo : NAN);
+        kf_db_arr_f64(&col[C_HI], has_noise && hi > 0 ? hi : NAN);
+        kf_db_arr_i64(&col[C_CAMPAIGN], g[i].campaign);
+        kf_db_arr_str(&col[C_TARGET], g[i].target);
         free(detail);
         free(log);
-        free(metrics);
         i64s(a, it[i].job_id);
         if (grp_append(&acc_ids, &al, &ac, a) < 0) goto oom;
         /* worker names as array elements: quoted, \ and " escaped */
@@ -916,22 +927,22 @@ static int grp_store(kf_db *db, kf_queue_item *it, grp_item *g, int n, char *err
         if (rc < 0) goto oom;
         nacc++;
     }
-    if (!rows) goto oom;
     if (nacc > 0) {
         grp_close(acc_ids, &al);
         grp_close(acc_w, &wl);
-        rows_text = json_dumps(rows, JSON_COMPACT);
-        if (!rows_text) goto oom;
-        const char *pi[1] = { rows_text };
+        const char *pi[C_N];
+        for (int c = 0; c < C_N; c++)
+            if (!(pi[c] = kf_db_arr_text(&col[c]))) goto oom;
         /* the evaluations, and their counts in campaign_counts (schema
          * 006; the group stores only eval jobs' results, all final): one
          * row per (campaign, target, verdict), from the rows themselves */
         if (kf_db_cmd(db,
-                "WITH x AS MATERIALIZED (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(job_id bigint,"
-                "  candidate_id bigint, attempt int, worker_id text, fencing_token bigint, verdict text,"
-                "  detail text, metrics text, candidate_us float8, baseline_us float8, speedup float8,"
-                "  compile_log text, cv float8, speedup_lo float8, speedup_hi float8, campaign_id bigint,"
-                "  target text)),"
+                "WITH x AS MATERIALIZED (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[],"
+                "  $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::float8[], $10::float8[],"
+                "  $11::float8[], $12::text[], $13::float8[], $14::float8[], $15::float8[], $16::bigint[],"
+                "  $17::text[]) AS x(job_id, candidate_id, attempt, worker_id, fencing_token, verdict, detail,"
+                "  metrics, candidate_us, baseline_us, speedup, compile_log, cv, speedup_lo, speedup_hi,"
+                "  campaign_id, target)),"
                 " ins AS (INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, fencing_token,"
                 "  verdict, detail, metrics, candidate_us, baseline_us, speedup, compile_log, is_final,"
                 "  cv, speedup_lo, speedup_hi, job_campaign_id, job_target, job_purpose)"
@@ -941,7 +952,7 @@ static int grp_store(kf_db *db, kf_queue_item *it, grp_item *g, int n, char *err
                 " INSERT INTO campaign_counts (campaign_id, what, target, purpose, verdict, is_final, n)"
                 " SELECT campaign_id, 'evaluation', target, 'eval', verdict, true, count(*) FROM x"
                 " GROUP BY campaign_id, target, verdict",
-                1, pi, err, errlen) < 0)
+                C_N, pi, err, errlen) < 0)
             goto fail;
         /* a verification candidate: checked once per (campaign, target) with
          * the group's best speedup (the bar test of kf_verify_consider picks
@@ -988,8 +999,7 @@ fail:
     kf_db_rollback(db);
     stored = -1;
 out:
-    json_decref(rows);
-    free(rows_text);
+    for (int c = 0; c < C_N; c++) kf_db_arr_free(&col[c]);
     free(ids);
     free(toks);
     free(acc_ids);

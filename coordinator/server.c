@@ -784,10 +784,13 @@ static void on_get_job(kf_server *s, const Kfarm__GetJob *m, Kfarm__Reply *rep, 
      * jobs that cycle through many tasks miss once per task, not per job) */
     size_t bytes = 0;
     int kept = 0, failed = 0;
+    int64_t row_job[KF_QUEUE_MAX_LEASES]; /* each payload row's job id, parsed once */
+    int nrows = PQntuples(ls->r) < KF_QUEUE_MAX_LEASES ? PQntuples(ls->r) : KF_QUEUE_MAX_LEASES;
+    for (int k = 0; k < nrows; k++) row_job[k] = kf_db_i64(ls->r, k, KF_QUEUE_PL_JOB, -1);
     for (int i = 0; i < got && !failed; i++) {
         int row = -1;
-        for (int k = 0; k < PQntuples(ls->r) && row < 0; k++)
-            if (kf_db_i64(ls->r, k, KF_QUEUE_PL_JOB, -1) == ls->l[i].job_id) row = k;
+        for (int k = 0; k < nrows && row < 0; k++)
+            if (row_job[k] == ls->l[i].job_id) row = k;
         if (row < 0) {
             snprintf(err, sizeof(err), "job %lld is not in its lease's rows", (long long)ls->l[i].job_id);
             failed = 1;

@@ -39,9 +39,13 @@
  * floor is the largest id leased; a job queued again below it is passed
  * over until the floor is refreshed, and leased before NO_JOB is answered
  * when nothing is left above the floor.
+ * Part 5, the overall best of a campaign with several targets.
+ * Part 6, a group stores each result exactly as the plain path stores it
+ * alone (every column), with text that could garble an array literal.
  * Prints "N passed, M failed"; exit status 1 on any failure.
  */
 #define _GNU_SOURCE
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -812,10 +816,46 @@ static void part_history(const char *conninfo)
     check_counts(db, cid, "after folding");
     CHECK(kf_campaign_compact_counts(db, &folded, err, sizeof(err)) == 0 && folded == 0,
           "a campaign with few rows is left alone (folded %ld)", folded);
+    /* a verification of the best result, its own evaluation confirming it
+     * (jobs.verifies, evaluations.confirmed_by), and another campaign's
+     * result: deleting the campaign takes all of its evaluations (schema
+     * 012: a statement trigger, no foreign key) and none of the other's */
+    exec_ok(db, "WITH v AS (INSERT INTO jobs (campaign_id, candidate_id, target, purpose, verifies, state)"
+                " SELECT j.campaign_id, j.candidate_id, j.target, 'verify', e.id, 'done' FROM evaluations e"
+                " JOIN jobs j ON j.id = e.job_id WHERE e.is_final AND e.verdict = 'ok' AND NOT EXISTS (SELECT 1"
+                " FROM jobs x WHERE x.verifies = e.id) ORDER BY e.speedup DESC, e.id LIMIT 1"
+                " RETURNING id, candidate_id, verifies),"
+                " c AS (INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, fencing_token, verdict,"
+                " speedup, is_final) SELECT id, candidate_id, 1, 'wh', -77, 'ok', 1.3, true FROM v RETURNING id)"
+                " UPDATE evaluations SET confirmation = 'confirmed', confirmed_by = c.id FROM c, v"
+                " WHERE evaluations.id = v.verifies");
+    CHECK(q1(db, "SELECT count(*) FROM evaluations WHERE confirmed_by IS NOT NULL") == 1, "a confirmed result");
     exec_ok(db, "UPDATE campaigns SET state = 'paused' WHERE id = (SELECT id FROM campaigns WHERE name = 'hist')");
+    if (make_queue(db, "keep", 3) == 0) {
+        kf_lease lk[3];
+        int nk = 0;
+        if (kf_queue_lease_many(db, &qc, "wh", cls, 1, 3, lk, &nk, err, sizeof(err)) == KF_Q_OK) {
+            kf_queue_item ik[3];
+            for (int i = 0; i < nk; i++) item(&ik[i], "wh", &lk[i], &res[i]);
+            kf_queue_result_group(db, &qc, ik, nk);
+        }
+    }
+    long long kept = q1(db, "SELECT count(*) FROM evaluations e JOIN jobs j ON j.id = e.job_id"
+                            " JOIN campaigns c ON c.id = j.campaign_id WHERE c.name = 'keep'");
+    CHECK(kept >= 1, "another campaign's results stored (%lld)", kept);
+    CHECK(q1(db, "SELECT count(*) FROM jobs WHERE purpose = 'verify' AND campaign_id = (SELECT id FROM campaigns"
+                 " WHERE name = 'hist')") >= 2, "the campaign holds verifications");
     CHECK(kf_campaign_delete(db, "hist", err, sizeof(err)) == 0, "delete: %s", err);
-    CHECK(q1(db, "SELECT count(*) FROM campaign_counts") == 0,
+    CHECK(q1(db, "SELECT count(*) FROM campaign_counts WHERE campaign_id = (SELECT id FROM campaigns"
+                 " WHERE name = 'keep') OR campaign_id NOT IN (SELECT id FROM campaigns)") ==
+              q1(db, "SELECT count(*) FROM campaign_counts"),
           "a deleted campaign's counts are gone, its proposals' too (deleted with it)");
+    CHECK(q1(db, "SELECT count(*) FROM campaign_counts WHERE campaign_id NOT IN (SELECT id FROM campaigns)") == 0,
+          "no counts left of the deleted campaign");
+    CHECK(q1(db, "SELECT count(*) FROM evaluations e WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = e.job_id)"
+                 " OR NOT EXISTS (SELECT 1 FROM candidates k WHERE k.id = e.candidate_id)") == 0,
+          "no evaluation left without its job or candidate (results, the reaper's, a verification's)");
+    CHECK(q1(db, "SELECT count(*) FROM evaluations") == kept, "the other campaign's %lld results untouched", kept);
     kf_db_close(db);
 }
 
@@ -893,6 +933,123 @@ static void part_floors(const char *conninfo)
     CHECK(kf_queue_lease_floors(db, &qc, &fl, "fa", cls, 1, 1, l, &n, NULL, err, sizeof(err)) == KF_Q_NO_JOB,
           "an empty queue: NO_JOB");
     CHECK(q1(db, "SELECT count(*) FROM jobs WHERE state = 'queued'") == 0, "every job leased");
+    kf_db_close(db);
+}
+
+/* ---- part 6: a group stores each result as the plain path does ---- */
+
+/* Each result twice, on two jobs: once in a group (kf_queue_result_group,
+ * whose rows travel as one array per column) and once alone
+ * (kf_queue_result); every stored column must be the same. The results
+ * carry what an array literal or a JSON document could garble: quotes,
+ * backslashes, braces and commas, the text "NULL", an empty string against
+ * an absent one, invalid UTF-8, control characters, metrics that are not
+ * an object or not JSON, times that are not measured (0, NaN, infinite). */
+static void part_group_rows(const char *conninfo)
+{
+    char err[1024];
+    enum { NV = 8 };
+    kf_db *db = open_queue(conninfo, "rows", 2 * NV, "wr");
+    if (!db) return;
+    kf_queue_config qc;
+    kf_queue_config_default(&qc);
+    const char *cls[1] = { "cpu" };
+    kf_lease l[2 * NV];
+    int nl = 0;
+    while (nl < 2 * NV) {
+        int got = 0;
+        if (kf_queue_lease_many(db, &qc, "wr", cls, 1, 2 * NV - nl, l + nl, &got, err, sizeof(err)) != KF_Q_OK) break;
+        nl += got;
+    }
+    CHECK(nl == 2 * NV, "rows: %d jobs leased (%s)", nl, err);
+    if (nl != 2 * NV) {
+        kf_db_close(db);
+        return;
+    }
+    static const char shapes[] =
+        "{\"timing\":{\"shapes\":[{\"weight\":2,\"candidate\":{\"median_us\":10,\"cv\":0.05},"
+        "\"baseline\":{\"median_us\":15,\"cv\":0.02}},{\"candidate\":{\"cv\":0.01},\"baseline\":{\"cv\":0.03}}]},"
+        "\"note\":\"a \\\"quoted\\\" \\\\ {x,y} \\u00e9\",\"list\":[1,2.5,null,true]}";
+    kf_result v[NV];
+    for (int i = 0; i < NV; i++) v[i] = ok_result(1.5 + i);
+    v[0].metrics_json = shapes;                              /* a noise interval */
+    v[1].detail = "a \"quoted\" \\ back {x,y} NULL, \"\"";   /* array-literal syntax */
+    v[1].compile_log = "NULL";                               /* the text, not SQL NULL */
+    v[1].metrics_json = "{\"k\": \"NULL\", \"q\": \"\\\"}{,\"}";
+    v[2].verdict = "incorrect";                              /* nothing measured */
+    v[2].detail = NULL;
+    v[2].compile_log = NULL;
+    v[2].metrics_json = NULL;
+    v[2].candidate_us = v[2].baseline_us = v[2].speedup = 0;
+    v[3].detail = "";                                        /* empty, not absent */
+    v[3].compile_log = "bad \xff\xfe utf-8\tand\na newline\r";
+    v[3].metrics_json = "[1, 2]";                            /* not an object */
+    v[4].metrics_json = "{bad json";
+    v[4].speedup = NAN;
+    v[4].candidate_us = INFINITY;
+    v[4].baseline_us = -3;
+    v[5].verdict = "compile_error";
+    v[5].compile_log = "error: expected ';' before '}' token\n  { a, b }\\n";
+    v[5].speedup = 0;
+    v[6].metrics_json = "{\"timing\":{\"shapes\":[]}}";      /* no shapes: no interval */
+    v[7].metrics_json = "";                                  /* empty: absent */
+    v[7].speedup = 1e-300;
+    kf_queue_item it[NV];
+    for (int i = 0; i < NV; i++) item(&it[i], "wr", &l[i], &v[i]);
+    int stored = kf_queue_result_group(db, &qc, it, NV);
+    CHECK(stored == NV, "rows: the group stored all %d (%d; %s)", NV, stored, it[0].err);
+    for (int i = 0; i < NV; i++) {
+        int requeued = 0;
+        kf_queue_status st = kf_queue_result(db, &qc, "wr", l[NV + i].job_id, l[NV + i].fencing_token,
+                                             l[NV + i].lease_token, KF_QUEUE_TOKEN_LEN, &v[i], &requeued, err,
+                                             sizeof(err));
+        CHECK(st == KF_Q_OK, "rows: result %d stored alone (%s)", i, err);
+    }
+    for (int i = 0; i < NV; i++) {
+        char sql[2048];
+        snprintf(sql, sizeof(sql),
+                 "SELECT count(*) FROM evaluations g, evaluations a WHERE g.job_id = %lld AND a.job_id = %lld"
+                 " AND g.verdict = a.verdict AND g.detail IS NOT DISTINCT FROM a.detail"
+                 " AND g.metrics IS NOT DISTINCT FROM a.metrics"
+                 " AND g.candidate_us IS NOT DISTINCT FROM a.candidate_us"
+                 " AND g.baseline_us IS NOT DISTINCT FROM a.baseline_us"
+                 " AND g.speedup IS NOT DISTINCT FROM a.speedup AND g.compile_log IS NOT DISTINCT FROM a.compile_log"
+                 " AND g.cv IS NOT DISTINCT FROM a.cv AND g.speedup_lo IS NOT DISTINCT FROM a.speedup_lo"
+                 " AND g.speedup_hi IS NOT DISTINCT FROM a.speedup_hi AND g.is_final AND a.is_final"
+                 " AND g.worker_id = a.worker_id AND g.attempt = a.attempt"
+                 " AND g.job_campaign_id = a.job_campaign_id AND g.job_target = a.job_target"
+                 " AND g.job_purpose = a.job_purpose",
+                 (long long)l[i].job_id, (long long)l[NV + i].job_id);
+        CHECK(q1(db, sql) == 1, "rows: result %d stored by the group as the plain path stores it", i);
+    }
+    /* and what they hold, spelled out for the cases an encoding could lose */
+    char sql[512];
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM evaluations WHERE job_id = %lld AND detail = 'a \"quoted\" \\ back {x,y} NULL, \"\"'"
+             " AND compile_log = 'NULL' AND metrics->>'q' = '\"}{,'",
+             (long long)l[1].job_id);
+    CHECK(q1(db, sql) == 1, "rows: quotes, backslashes, braces and the text NULL kept");
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM evaluations WHERE job_id = %lld AND detail IS NULL AND compile_log IS NULL"
+             " AND metrics IS NULL AND candidate_us IS NULL AND speedup IS NULL AND cv IS NULL",
+             (long long)l[2].job_id);
+    CHECK(q1(db, sql) == 1, "rows: absent fields and unmeasured times stored NULL");
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM evaluations WHERE job_id = %lld AND detail = '' AND metrics IS NULL"
+             " AND compile_log = 'bad ?? utf-8' || chr(9) || 'and' || chr(10) || 'a newline' || chr(13)",
+             (long long)l[3].job_id);
+    CHECK(q1(db, sql) == 1, "rows: empty kept empty, invalid UTF-8 replaced, a JSON array not stored as metrics");
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM evaluations WHERE job_id = %lld AND abs(cv - 0.13 / 3) < 1e-12"
+             " AND speedup_lo < speedup AND metrics @> '{\"timing\": {\"shapes\": [{\"candidate\": {\"cv\": 0.05}}]}}'"
+             " AND speedup_hi > speedup AND metrics->'list' = '[1, 2.5, null, true]'::jsonb"
+             " AND metrics->>'note' = 'a \"quoted\" \\ {x,y} ' || chr(233)",
+             (long long)l[0].job_id);
+    CHECK(q1(db, sql) == 1, "rows: the metrics as sent and the noise interval from them");
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM evaluations WHERE job_id = %lld AND metrics IS NULL AND speedup IS NULL"
+             " AND candidate_us IS NULL AND baseline_us IS NULL", (long long)l[4].job_id);
+    CHECK(q1(db, sql) == 1, "rows: metrics that are not JSON and times not finite or negative stored NULL");
     kf_db_close(db);
 }
 
@@ -1092,10 +1249,10 @@ static void part_overall(const char *conninfo)
 
 int main(void)
 {
-    char c1[1024], c2[1024], c3[1024], c4[1024], c5[1024];
+    char c1[1024], c2[1024], c3[1024], c4[1024], c5[1024], c6[1024];
     if (!fresh_db("kft_dispatch_lib", c1, sizeof(c1)) || !fresh_db("kft_dispatch_srv", c2, sizeof(c2)) ||
         !fresh_db("kft_dispatch_hist", c3, sizeof(c3)) || !fresh_db("kft_dispatch_floor", c4, sizeof(c4)) ||
-        !fresh_db("kft_dispatch_overall", c5, sizeof(c5))) {
+        !fresh_db("kft_dispatch_overall", c5, sizeof(c5)) || !fresh_db("kft_dispatch_rows", c6, sizeof(c6))) {
         fprintf(stderr, "cannot create a database: is the devdb cluster running (KFARM_DEVDB_DIR)?\n");
         printf("0 passed, 1 failed\n");
         return 1;
@@ -1105,6 +1262,7 @@ int main(void)
     part_history(c3);
     part_floors(c4);
     part_overall(c5);
+    part_group_rows(c6);
     /* every evaluation carries its job's campaign, target and purpose
      * (schema 009: the coordinator writes them, a trigger fills them for
      * any other writer), and they are the job's */
