@@ -1246,7 +1246,7 @@ static void ms_members(mscan *s, const char *const *names, int n, mspan *vals, i
     }
     while (!s->bad) {
         ms_ws(s);
-        mspan k, v;
+        mspan k = { NULL, NULL }, v = { NULL, NULL };
         int esc;
         if (s->p >= s->end || *s->p != '"') {
             s->bad = 1;
