@@ -32,10 +32,25 @@
 
 #define KF_DB_STMTS 128 /* prepared statements remembered per connection */
 
+/* A prepared statement's cached plan is made again after KF_DB_REPLAN_FIRST_S,
+ * then after twice as long each time, at most KF_DB_REPLAN_MAX_S. PostgreSQL
+ * keeps a session's generic plan until an invalidation (an ANALYZE of a table
+ * it reads, DDL), and picks it after five executions with the table sizes of
+ * that moment: a coordinator started on a fresh database planned the group
+ * commit's evaluation lookup as a sequential scan of an empty table and ran
+ * it that way at 200,000 rows (36 ms instead of 0.05; 25-52 ms statements in
+ * the dispatch benchmark's first minute, before autovacuum's first ANALYZE:
+ * docs/benchmarks.md, 2026-12-06 evening). Re-preparing costs a DEALLOCATE
+ * and five custom plans per statement and connection, ever rarer. */
+#define KF_DB_REPLAN_FIRST_S 4.0
+#define KF_DB_REPLAN_MAX_S 256.0
+
 typedef struct {
     uint64_t hash;         /* FNV-1a of the text; 0 = empty slot */
     char *sql;
     int unpreparable;      /* PQprepare refused it: run it unprepared */
+    double replan_at;      /* monotonic s: make the plan again after this */
+    double replan_every;   /* s: the next interval (doubles, KF_DB_REPLAN_MAX_S at most) */
 } kf_db_stmt;
 
 struct kf_db {
@@ -75,12 +90,49 @@ static int prepared(kf_db *db, const char *sql, int nparams, char name[16], PGre
         kf_db_stmt *st = &db->stmts[i];
         if (st->hash == h && !strcmp(st->sql, sql)) {
             snprintf(name, 16, "kfs%d", i);
-            return st->unpreparable ? 0 : 1;
+            if (st->unpreparable) return 0;
+            double now = kf_util_now_s();
+            if (now < st->replan_at || PQtransactionStatus(db->conn) == PQTRANS_INERROR) return 1;
+            /* time to plan it again: deallocate, then prepare below */
+            char dsql[32];
+            snprintf(dsql, sizeof(dsql), "DEALLOCATE %s", name);
+            PGresult *d = PQexec(db->conn, dsql);
+            if (!d || PQresultStatus(d) != PGRES_COMMAND_OK) {
+                st->replan_at = now + st->replan_every; /* keep the old plan; try later */
+                if (PQtransactionStatus(db->conn) == PQTRANS_INERROR) {
+                    *r = d; /* the transaction is aborted, as the statement would have left it */
+                    return -1;
+                }
+                if (d) PQclear(d);
+                return 1;
+            }
+            PQclear(d);
+            PGresult *p = PQprepare(db->conn, name, sql, nparams, NULL);
+            if (p && PQresultStatus(p) == PGRES_COMMAND_OK) {
+                PQclear(p);
+                st->replan_at = now + st->replan_every;
+                st->replan_every = st->replan_every * 2 < KF_DB_REPLAN_MAX_S ? st->replan_every * 2
+                                                                              : KF_DB_REPLAN_MAX_S;
+                return 1;
+            }
+            /* gone and not prepared again: forget it (prepared anew on next use) */
+            free(st->sql);
+            st->sql = NULL;
+            st->hash = 0;
+            if (PQtransactionStatus(db->conn) == PQTRANS_INERROR) {
+                *r = p;
+                return -1;
+            }
+            if (p) PQclear(p);
+            return 0;
         }
         if (st->hash) continue;
         st->sql = strdup(sql);
         if (!st->sql) return 0;
         st->hash = h;
+        st->replan_every = KF_DB_REPLAN_FIRST_S;
+        st->replan_at = kf_util_now_s() + st->replan_every;
+        st->replan_every *= 2;
         snprintf(name, 16, "kfs%d", i);
         PGresult *p = PQprepare(db->conn, name, sql, nparams, NULL);
         if (p && PQresultStatus(p) == PGRES_COMMAND_OK) {

@@ -372,6 +372,56 @@ int main(void)
                  "AND datname = current_database()");
     CHECK(q1(db, "SELECT 1") == 1, "statement after the backend was killed");
 
+    /* ---- a prepared statement is planned again as its tables grow ----
+     * planned on an empty table, the join below is a sequential scan; the
+     * session's plan must be made again (db.c, KF_DB_REPLAN_FIRST_S) so that
+     * at 50,000 rows it reads the index */
+    kf_db *dp = kf_db_open(conninfo, err, sizeof(err));
+    CHECK(dp != NULL, "%s", err);
+    if (dp) {
+        kf_db_set_prepare(dp, 1);
+        exec_ok(dp, "CREATE TABLE replan_t (id bigint PRIMARY KEY, pad text)");
+        exec_ok(dp, "ANALYZE replan_t");
+        static const char *look = "SELECT count(*) FROM replan_t e JOIN unnest($1::bigint[]) AS q(id) ON e.id = q.id";
+        const char *pl[1] = { "{7,70,700}" };
+        for (int i = 0; i < 7; i++) {
+            PGresult *r = kf_db_exec(dp, look, 1, pl, err, sizeof(err));
+            CHECK(r && !strcmp(PQgetvalue(r, 0, 0), "0"), "lookup on the empty table: %s", r ? "" : err);
+            if (r) PQclear(r);
+        }
+        CHECK(q1(dp, "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE '%replan_t e JOIN%'"
+                     " AND generic_plans > 0") == 1, "the lookup runs a cached generic plan");
+        long long t0 = q1(dp, "SELECT (extract(epoch FROM prepare_time) * 1000)::bigint FROM pg_prepared_statements"
+                              " WHERE statement LIKE '%replan_t e JOIN%'");
+        exec_ok(dp, "INSERT INTO replan_t SELECT g, repeat('x', 100) FROM generate_series(1, 50000) g");
+        sleep_ms(4200);
+        /* again inside a transaction, as the group commit's lookups run */
+        exec_ok(dp, "BEGIN");
+        for (int i = 0; i < 7; i++) {
+            PGresult *r = kf_db_exec(dp, look, 1, pl, err, sizeof(err));
+            CHECK(r && !strcmp(PQgetvalue(r, 0, 0), "3"), "lookup at 50,000 rows: %s", r ? "" : err);
+            if (r) PQclear(r);
+        }
+        exec_ok(dp, "COMMIT");
+        long long t1 = q1(dp, "SELECT (extract(epoch FROM prepare_time) * 1000)::bigint FROM pg_prepared_statements"
+                              " WHERE statement LIKE '%replan_t e JOIN%'");
+        CHECK(t1 > t0, "the statement was prepared again after the table grew (%lld -> %lld ms)", t0, t1);
+        char ex[256] = "";
+        PGresult *nm = kf_db_exec(dp, "SELECT 'EXPLAIN EXECUTE ' || name || '(''{7,70,700}'')' FROM pg_prepared_statements"
+                                      " WHERE statement LIKE '%replan_t e JOIN%'", 0, NULL, err, sizeof(err));
+        if (nm && PQntuples(nm) == 1) snprintf(ex, sizeof(ex), "%s", PQgetvalue(nm, 0, 0));
+        if (nm) PQclear(nm);
+        PGresult *plan = ex[0] ? kf_db_exec(dp, ex, 0, NULL, err, sizeof(err)) : NULL;
+        int seq = 0, idx = 0;
+        for (int i = 0; plan && i < PQntuples(plan); i++) {
+            seq |= strstr(PQgetvalue(plan, i, 0), "Seq Scan on replan_t") != NULL;
+            idx |= strstr(PQgetvalue(plan, i, 0), "Index") != NULL;
+        }
+        CHECK(plan && idx && !seq, "the plan made again reads the index, not the whole table");
+        if (plan) PQclear(plan);
+        kf_db_close(dp);
+    }
+
     kf_db_close(db);
     kf_db_close(db2);
     printf("%d passed, %d failed\n", g_pass, g_fail);
