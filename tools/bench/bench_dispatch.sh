@@ -18,6 +18,9 @@
 #   BUILD=build-bench      build folder (configured here when it has no cache)
 #   KFARM_DEVDB_DIR=/tmp/kfdispatch-db  the private PostgreSQL cluster
 #   KEEP_DB=1              leave the cluster running at the end
+#   KEEP_DATA=1            keep each kernelfarm run's database (kfd_N_RUN) for
+#                          inspection (pg_stat_user_indexes, EXPLAIN) until
+#                          the next run of the same N and RUN replaces it
 #   PIGGYBACK=1            loadgen's Results carry the next GetJob (2 messages
 #                          per job instead of 3; default 0)
 #   SYSTEMS="kfarm graphile"  which systems to run (default both)
@@ -29,6 +32,10 @@
 #                          this many ms before its heartbeat or result (a fleet
 #                          of real GPUs: N workers offer N/EVAL_MS jobs per ms;
 #                          default 0, the closed loop of zero-cost evaluations)
+#   STAGGER=0              loadgen --stagger: with EVAL_MS, each worker's first
+#                          GetJob at a random point of its first lease cycle
+#                          (a fleet out of step; 0: all start at once and
+#                          their results keep arriving in waves)
 #   HEARTBEATS=1           loadgen --heartbeats: heartbeats per lease
 #   COORD_THREADS=         kfarm-coordinator --threads (default: the coordinator's)
 #   COORDS=1               coordinator counts to run, e.g. COORDS="1 2 4" (or 1,2,4):
@@ -151,14 +158,14 @@ run_kfarm() { # N RUN [K coordinators]
   KFARM_DB=$db "$build/tools/bench/loadgen" "${args[@]}" --connect-all "${CONNECT_ALL:-0}" --workers "$n" \
     --duration "$duration" --queue "$queue" --history "${HISTORY:-0}" --piggyback "${PIGGYBACK:-0}" \
     --jobs-per-lease "${JOBS_PER_LEASE:-1}" --batch-results "${BATCH_RESULTS:-0}" \
-    --eval-ms "${EVAL_MS:-0}" ${HEARTBEATS:+--heartbeats "$HEARTBEATS"} || rc=$?
+    --eval-ms "${EVAL_MS:-0}" --stagger "${STAGGER:-0}" ${HEARTBEATS:+--heartbeats "$HEARTBEATS"} || rc=$?
   cpu=0
   for pid in "${pids[@]}"; do
     cpu=$(awk -v t="$clk" -v c="$cpu" '{printf "%.2f", c + ($14 + $15) / t}' "/proc/$pid/stat" 2>/dev/null || echo "$cpu")
   done
   echo "RESULT coordinator workers=$n run=$r coords=$k cpu_s=$cpu"
   stop_coordinator
-  tools/devdb dropdb "kfd_${n}_$r" >/dev/null 2>&1 || true
+  [ "${KEEP_DATA:-0}" = 1 ] || tools/devdb dropdb "kfd_${n}_$r" >/dev/null 2>&1 || true
   return $rc
 }
 
@@ -181,7 +188,7 @@ status=0
   echo "postgres: $(psql "$conn" -tAc 'SHOW server_version' 2>/dev/null || echo '?') (devdb: fsync on, unix socket; $(tools/devdb status | sed 's/.*; //'))"
   echo "node:     $(node --version), graphile-worker $(node -p 'require("./tools/bench/graphile/node_modules/graphile-worker/package.json").version')"
   echo "commit:   $(git rev-parse --short HEAD 2>/dev/null || echo ?)"
-  echo "settings: WORKERS='$workers_list' RUNS=$runs DURATION=$duration QUEUE=$queue GRAPHILE_QUEUE=$gqueue PIGGYBACK=${PIGGYBACK:-0} JOBS_PER_LEASE=${JOBS_PER_LEASE:-1} BATCH_RESULTS=${BATCH_RESULTS:-0} EVAL_MS=${EVAL_MS:-0} HEARTBEATS=${HEARTBEATS:-1} COORD_THREADS=${COORD_THREADS:-default} COORDS='$coords_list' CONNECT_ALL=${CONNECT_ALL:-0} HISTORY=${HISTORY:-0} HUGEPAGES=${HUGEPAGES:-try}"
+  echo "settings: WORKERS='$workers_list' RUNS=$runs DURATION=$duration QUEUE=$queue GRAPHILE_QUEUE=$gqueue PIGGYBACK=${PIGGYBACK:-0} JOBS_PER_LEASE=${JOBS_PER_LEASE:-1} BATCH_RESULTS=${BATCH_RESULTS:-0} EVAL_MS=${EVAL_MS:-0} STAGGER=${STAGGER:-0} HEARTBEATS=${HEARTBEATS:-1} COORD_THREADS=${COORD_THREADS:-default} COORDS='$coords_list' CONNECT_ALL=${CONNECT_ALL:-0} HISTORY=${HISTORY:-0} HUGEPAGES=${HUGEPAGES:-try}"
   rc=0
   for n in $workers_list; do
     for r in $(seq "$runs"); do

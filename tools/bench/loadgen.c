@@ -5,7 +5,7 @@
  *           --workers N [--duration S] [--jobs J]
  *           [--queue M] [--history H] [--heartbeats K] [--piggyback 0|1] [--jobs-per-lease L]
  *           [--batch-results 0|1]
- *           [--procs P] [--poll-ms MS] [--eval-ms MS]
+ *           [--procs P] [--poll-ms MS] [--eval-ms MS] [--stagger 0|1]
  *           [--timeout-ms MS] [--warmup S|auto] [--warmup-max S]
  *           [--drain-s S] [--prefix NAME] [--task DIR]
  *   (database: $KFARM_DB, the coordinator's; migrated here if needed)
@@ -45,7 +45,11 @@
  *    with verdict ok and a zero-cost evaluation (filled like worker/daemon.c:
  *    the job's fencing token and lease token, a metrics JSON with one timed
  *    shape, candidate_us = baseline_us = 100, speedup 1.0, empty compile log).
- *    All N start together, so the first round is a burst; the window opens
+ *    All N start together, so the first round is a burst (with --eval-ms,
+ *    the fleet then stays in step: every worker's lease cycle is ~L x MS
+ *    long and they all began at once, so results arrive in waves; with
+ *    --stagger 1 each worker's first GetJob waits a uniform [0, L x MS)
+ *    instead, a fleet whose GPUs joined at different times); the window opens
  *    after the warm-up (--warmup auto, the default: once every worker had a
  *    Result answered, at most --warmup-max 60 s; or a fixed --warmup S) and
  *    lasts --duration S (default 15 s; with the auto warm-up at least
@@ -82,6 +86,7 @@
  *     result_p99_ms=.. result_max_ms=.. no_job=.. errors=.. timeouts=..
  *     loadgen_cpu_s=.. warmup_s=.. ran_dry=0|1 verified=0|1 per_lease=..
  *     batch_results=.. coords=K connect_all=0|1 dup_finals=.. history=H
+ *     eval_ms=.. stagger=0|1
  * jobs/s = results acknowledged OK inside the window / window length (s).
  * loadgen_cpu_s is the driving processes' own CPU time (user + system) in
  * the window, s: on a small machine the load generator competes with the
@@ -188,6 +193,7 @@ struct lg {
     int per_lease;       /* jobs asked for per GetJob (max_jobs) */
     int batch_results;   /* one Result message for every job of a lease (Result.more) */
     int eval_ms;         /* a job's simulated evaluation: the sim waits 0.5-1.5x this after a lease (0: none) */
+    int stagger;         /* first GetJob at a uniform point of one lease cycle (per_lease x eval_ms) */
     double duration_s, drain_s;
     long job_limit;
     char prefix[64];
@@ -681,8 +687,18 @@ static void driver_main(driver *d)
         if (phase >= PH_WARMUP && !unparked) {
             /* main saw every worker registered: unpark them all */
             unparked = 1;
-            for (int i = 0; i < d->n; i++)
-                if (d->sims[i].wake_ns < 0) d->sims[i].wake_ns = 0;
+            for (int i = 0; i < d->n; i++) {
+                sim *s = &d->sims[i];
+                if (s->wake_ns >= 0) continue;
+                s->wake_ns = 0;
+                if (g->stagger && g->eval_ms > 0) {
+                    s->rng ^= s->rng << 13;
+                    s->rng ^= s->rng >> 7;
+                    s->rng ^= s->rng << 17;
+                    double u = (double)(s->rng >> 11) / 9007199254740992.0;
+                    s->wake_ns = now + (int64_t)(u * g->per_lease * g->eval_ms * 1e6) + 1;
+                }
+            }
         }
         if (phase >= PH_MEASURE && !opened) {
             opened = 1;
@@ -1048,6 +1064,8 @@ static void usage(FILE *f)
         "  --timeout-ms MS  a request unanswered this long is a timeout, sent again (default 15000)\n"
         "  --eval-ms MS     each leased job is \"evaluated\" for 0.5-1.5x MS before its heartbeat or\n"
         "                   result (default 0: the closed loop; N workers offer N/MS jobs per ms)\n"
+        "  --stagger 0|1    with --eval-ms: each worker's first GetJob waits a uniform [0, L x MS)\n"
+        "                   ms, a fleet out of step (default 0: all at once, results in waves)\n"
         "  --warmup S|auto  run this long before the window opens; auto (default): until every\n"
         "                   worker had a Result answered, at most --warmup-max S (default 60)\n"
         "  --min-rounds R   with --warmup auto, the window lasts at least R warm-up lengths\n"
@@ -1117,6 +1135,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--procs") && arg_num(v, 1, LG_MAX_PROCS, &x) == 0) procs = (int)x;
         else if (!strcmp(a, "--poll-ms") && arg_num(v, 1, 60000, &x) == 0) g->poll_ms = (int)x;
         else if (!strcmp(a, "--eval-ms") && arg_num(v, 0, 3600000, &x) == 0) g->eval_ms = (int)x;
+        else if (!strcmp(a, "--stagger") && arg_num(v, 0, 1, &x) == 0) g->stagger = (int)x;
         else if (!strcmp(a, "--timeout-ms") && arg_num(v, 10, 3600000, &x) == 0) g->timeout_ms = (int)x;
         else if (!strcmp(a, "--drain-s") && arg_num(v, 0, 600, &x) == 0) g->drain_s = x;
         else if (!strcmp(a, "--warmup") && !strcmp(v, "auto")) warmup_s = -1;
@@ -1341,12 +1360,12 @@ int main(int argc, char **argv)
            "getjob_max_ms=%.2f hb_p50_ms=%.2f hb_p99_ms=%.2f result_p50_ms=%.2f "
            "result_p99_ms=%.2f result_max_ms=%.2f no_job=%ld errors=%ld timeouts=%ld "
            "loadgen_cpu_s=%.2f warmup_s=%.2f ran_dry=%d verified=%d per_lease=%d batch_results=%d "
-           "coords=%d connect_all=%d dup_finals=%ld history=%ld eval_ms=%d\n",
+           "coords=%d connect_all=%d dup_finals=%ld history=%ld eval_ms=%d stagger=%d\n",
            g->workers, procs, secs, ok, rate, p50[C_REGISTER], p99[C_REGISTER], p50[C_GETJOB],
            p99[C_GETJOB], mx[C_GETJOB], p50[C_HEARTBEAT], p99[C_HEARTBEAT], p50[C_RESULT],
            p99[C_RESULT], mx[C_RESULT], no_job, errors, timeouts, lg_cpu, warm_s,
            atomic_load(&g->ran_dry), verified, g->per_lease, g->batch_results, g->naddr, g->connect_all,
-           dup, queue > 0 ? history : 0, g->eval_ms);
+           dup, queue > 0 ? history : 0, g->eval_ms, g->stagger);
     for (int c = 0; c < C_N; c++) free(all[c].v);
     free(g->keys);
     if (fatal || ok == 0 || !verified) return 1;
