@@ -150,17 +150,23 @@ kf_queue_status kf_queue_lease_floors(kf_db *db, const kf_queue_config *cfg, kf_
      * registered, e.g. after the database was rebuilt). */
     const char *p1[2] = { worker_id, arr };
     /* No write per request: last_seen is refreshed at most every 2 s (the
-     * liveness window is >= 15 s) or when the classes change. */
+     * liveness window is >= 15 s) or when the classes change. The row is
+     * read first and the INSERT runs only when it must: an ON CONFLICT DO
+     * UPDATE whose WHERE is false still locks the row (a heap write, a WAL
+     * record, a transaction id and a commit per GetJob). */
     PGresult *w = kf_db_exec(db,
-        "WITH ins AS (INSERT INTO workers (id, classes) VALUES ($1, $2::text[]) "
+        "WITH cur AS (SELECT quarantined, classes, COALESCE(quarantine_reason, 'repeated infra_error') AS why,"
+        "    last_seen >= now() - interval '2 seconds' AND NOT (cardinality($2::text[]) > 0"
+        "      AND classes IS DISTINCT FROM $2::text[]) AS fresh FROM workers WHERE id = $1),"
+        " ins AS (INSERT INTO workers (id, classes) SELECT $1, $2::text[]"
+        "  WHERE NOT EXISTS (SELECT 1 FROM cur WHERE cur.fresh)"
         "  ON CONFLICT (id) DO UPDATE SET last_seen = now(), "
         "    classes = CASE WHEN cardinality($2::text[]) > 0 THEN $2::text[] ELSE workers.classes END "
         "  WHERE workers.last_seen < now() - interval '2 seconds' OR "
         "    (cardinality($2::text[]) > 0 AND workers.classes IS DISTINCT FROM $2::text[]) "
         "  RETURNING quarantined, classes, COALESCE(quarantine_reason, 'repeated infra_error')) "
         "SELECT * FROM ins UNION ALL "
-        "SELECT quarantined, classes, COALESCE(quarantine_reason, 'repeated infra_error') FROM workers "
-        "  WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM ins)",
+        "SELECT quarantined, classes, why FROM cur WHERE NOT EXISTS (SELECT 1 FROM ins)",
         2, p1, err, errlen);
     if (w && PQntuples(w) != 1) {
         PQclear(w);

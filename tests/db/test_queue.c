@@ -372,6 +372,22 @@ int main(void)
                  "AND datname = current_database()");
     CHECK(q1(db, "SELECT 1") == 1, "statement after the backend was killed");
 
+    /* ---- a GetJob from a worker seen < 2 s ago writes nothing to its row ----
+     * (an ON CONFLICT DO UPDATE whose WHERE is false still locks the row:
+     * xmax would name the GetJob's transaction) */
+    {
+        kf_lease lx[1];
+        kf_queue_lease(db, &qc, "w-quiet", cls, 1, lx, err, sizeof(err)); /* creates the row */
+        for (int i = 0; i < 3; i++) kf_queue_lease(db, &qc, "w-quiet", cls, 1, lx, err, sizeof(err));
+        CHECK(q1(db, "SELECT count(*) FROM workers WHERE id = 'w-quiet' AND xmax::text = '0'") == 1,
+              "GetJob left the worker's row unlocked and unwritten");
+        exec_ok(db, "UPDATE workers SET last_seen = now() - interval '3 seconds' WHERE id = 'w-quiet'");
+        long long seen0 = q1(db, "SELECT (extract(epoch FROM last_seen) * 1000)::bigint FROM workers WHERE id = 'w-quiet'");
+        kf_queue_lease(db, &qc, "w-quiet", cls, 1, lx, err, sizeof(err));
+        CHECK(q1(db, "SELECT (extract(epoch FROM last_seen) * 1000)::bigint FROM workers WHERE id = 'w-quiet'") > seen0,
+              "a GetJob after 2 s refreshes last_seen");
+    }
+
     /* ---- a prepared statement is planned again as its tables grow ----
      * planned on an empty table, the join below is a sequential scan; the
      * session's plan must be made again (db.c, KF_DB_REPLAN_FIRST_S) so that
