@@ -115,6 +115,13 @@ static int check_task(const kf_campaign_spec *spec)
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
     }
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return 0;
+    /* skipping the check helps only a task that exists and cannot be run
+     * here; a folder without task.json is refused by the campaign anyway */
+    char tj[PATH_MAX + 16];
+    snprintf(tj, sizeof(tj), "%s/task.json", spec->task_dir);
+    if (access(tj, R_OK) != 0)
+        return kf_cli_fail("campaign not created: no task at %s (a task is a folder with task.json: "
+                           "see tasks/)", spec->task_dir);
     return kf_cli_fail("campaign not created: the task %s was refused (see above; --no-task-check skips the check)",
                        spec->task_dir);
 }

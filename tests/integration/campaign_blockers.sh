@@ -31,6 +31,10 @@ sed -i 's/KF_TEST_LLM_KEY/KFARM_FLEET_KEY/' "$T_DIR/steal.json"
 check "api_key_env may not name the fleet key" bash -c \
   "! \"$KFARM_BIN/kfarm\" campaign create steal --config $T_DIR/steal.json --no-task-check 2>$T_DIR/steal.err && grep -q \"coordinator's own variables\" $T_DIR/steal.err"
 
+# a task folder that is not there: said so, without suggesting --no-task-check
+check "a missing task is named, not blamed on the check" bash -c \
+  "! \"$KFARM_BIN/kfarm\" campaign create gone --task $T_DIR/no-such-task --strategy tune 2>$T_DIR/gone.err && grep -q \"no task at $T_DIR/no-such-task\" $T_DIR/gone.err && ! grep -q no-task-check $T_DIR/gone.err"
+
 for m in nokey ctx think trunc; do
   kf campaign create "$m" --config "$T_DIR/$m.json" --no-task-check >/dev/null
   kf campaign start "$m" >/dev/null
