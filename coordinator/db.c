@@ -75,11 +75,47 @@ static void forget_statements(kf_db *db)
 
 void kf_db_set_prepare(kf_db *db, int on) { db->prepare = on; }
 
-/* The prepared statement for sql on this session, preparing it on first use:
- * its name in name[16], 1; 0 when it is not to be prepared (table full,
- * refused by the server); -1 when preparing failed inside a transaction
- * (*r: the error result, the transaction is aborted as the statement
- * itself would have left it). */
+/* When st's plan is next made again (KF_DB_REPLAN_*), from now. */
+static void replan_schedule(kf_db_stmt *st, double now)
+{
+    st->replan_at = now + st->replan_every;
+    st->replan_every = st->replan_every * 2 < KF_DB_REPLAN_MAX_S ? st->replan_every * 2 : KF_DB_REPLAN_MAX_S;
+}
+
+/* PQprepare sql as name into slot st: 1 prepared; 0 not (the statement runs
+ * unprepared: a new slot is marked unpreparable, a slot whose plan was being
+ * made again is forgotten and tried anew on next use); -1 failed inside a
+ * transaction (*r: the error result; the slot is forgotten: a later attempt
+ * outside this transaction may work). */
+static int prepare_slot(kf_db *db, kf_db_stmt *st, const char *name, const char *sql, int nparams,
+                        int again, PGresult **r)
+{
+    PGresult *p = PQprepare(db->conn, name, sql, nparams, NULL);
+    if (p && PQresultStatus(p) == PGRES_COMMAND_OK) {
+        PQclear(p);
+        replan_schedule(st, kf_util_now_s());
+        return 1;
+    }
+    int inerror = PQtransactionStatus(db->conn) == PQTRANS_INERROR;
+    if (inerror || again) {
+        free(st->sql);
+        st->sql = NULL;
+        st->hash = 0;
+    }
+    if (inerror) {
+        *r = p;
+        return -1;
+    }
+    if (p) PQclear(p);
+    if (!again) st->unpreparable = 1;
+    return 0;
+}
+
+/* The prepared statement for sql on this session, preparing it on first use
+ * and again when its plan is due (KF_DB_REPLAN_*): its name in name[16], 1;
+ * 0 when it is not to be prepared (table full, refused by the server); -1
+ * when preparing failed inside a transaction (*r: the error result, the
+ * transaction is aborted as the statement itself would have left it). */
 static int prepared(kf_db *db, const char *sql, int nparams, char name[16], PGresult **r)
 {
     uint64_t h = 1469598103934665603ULL;
@@ -93,7 +129,7 @@ static int prepared(kf_db *db, const char *sql, int nparams, char name[16], PGre
             if (st->unpreparable) return 0;
             double now = kf_util_now_s();
             if (now < st->replan_at || PQtransactionStatus(db->conn) == PQTRANS_INERROR) return 1;
-            /* time to plan it again: deallocate, then prepare below */
+            /* time to plan it again: deallocate, then prepare anew */
             char dsql[32];
             snprintf(dsql, sizeof(dsql), "DEALLOCATE %s", name);
             PGresult *d = PQexec(db->conn, dsql);
@@ -107,49 +143,15 @@ static int prepared(kf_db *db, const char *sql, int nparams, char name[16], PGre
                 return 1;
             }
             PQclear(d);
-            PGresult *p = PQprepare(db->conn, name, sql, nparams, NULL);
-            if (p && PQresultStatus(p) == PGRES_COMMAND_OK) {
-                PQclear(p);
-                st->replan_at = now + st->replan_every;
-                st->replan_every = st->replan_every * 2 < KF_DB_REPLAN_MAX_S ? st->replan_every * 2
-                                                                              : KF_DB_REPLAN_MAX_S;
-                return 1;
-            }
-            /* gone and not prepared again: forget it (prepared anew on next use) */
-            free(st->sql);
-            st->sql = NULL;
-            st->hash = 0;
-            if (PQtransactionStatus(db->conn) == PQTRANS_INERROR) {
-                *r = p;
-                return -1;
-            }
-            if (p) PQclear(p);
-            return 0;
+            return prepare_slot(db, st, name, sql, nparams, 1, r);
         }
         if (st->hash) continue;
         st->sql = strdup(sql);
         if (!st->sql) return 0;
         st->hash = h;
         st->replan_every = KF_DB_REPLAN_FIRST_S;
-        st->replan_at = kf_util_now_s() + st->replan_every;
-        st->replan_every *= 2;
         snprintf(name, 16, "kfs%d", i);
-        PGresult *p = PQprepare(db->conn, name, sql, nparams, NULL);
-        if (p && PQresultStatus(p) == PGRES_COMMAND_OK) {
-            PQclear(p);
-            return 1;
-        }
-        if (PQtransactionStatus(db->conn) == PQTRANS_INERROR) {
-            /* forget it: a later attempt outside this transaction may work */
-            free(st->sql);
-            st->sql = NULL;
-            st->hash = 0;
-            *r = p;
-            return -1;
-        }
-        if (p) PQclear(p);
-        st->unpreparable = 1;
-        return 0;
+        return prepare_slot(db, st, name, sql, nparams, 0, r);
     }
     return 0;
 }
@@ -391,23 +393,14 @@ char *kf_db_utf8_sanitize(char *s)
 
 char *kf_db_text_array(const char *const *items, int n)
 {
-    size_t cap = 3;
-    for (int i = 0; i < n; i++) cap += 2 * strlen(items[i]) + 3;
-    char *out = malloc(cap), *p = out;
-    if (!out) return NULL;
-    *p++ = '{';
-    for (int i = 0; i < n; i++) {
-        if (i) *p++ = ',';
-        *p++ = '"';
-        for (const char *c = items[i]; *c; c++) {
-            if (*c == '"' || *c == '\\') *p++ = '\\';
-            *p++ = *c;
-        }
-        *p++ = '"';
+    kf_db_arr a;
+    memset(&a, 0, sizeof(a));
+    for (int i = 0; i < n; i++) kf_db_arr_str(&a, items[i]);
+    if (!kf_db_arr_text(&a)) {
+        kf_db_arr_free(&a);
+        return NULL;
     }
-    *p++ = '}';
-    *p = 0;
-    return out;
+    return a.buf; /* the caller frees it */
 }
 
 /* Room for need more bytes (and the closing "}" and NUL); 0 or -1 (oom set). */

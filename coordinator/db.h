@@ -112,8 +112,9 @@ char *kf_db_text_array(const char *const *items, int n);
 /* A PostgreSQL array literal built element by element ({1,"a",NULL}), for
  * a statement that takes a column of many rows as one parameter
  * (unnest($1::bigint[], $2::text[], ...)). Zero-initialize, add elements,
- * then kf_db_arr_text returns the literal ("{}" when empty; NULL when an
- * allocation failed on the way: the error is reported once, at the end).
+ * then kf_db_arr_text, once, closes and returns the literal ("{}" when
+ * empty; NULL when an allocation failed on the way: the error is reported
+ * once, at the end).
  * kf_db_arr_free releases it. */
 typedef struct {
     char *buf;

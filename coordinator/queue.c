@@ -503,30 +503,27 @@ static char *clean_text(const char *s, size_t cap)
     return kf_db_utf8_sanitize(c);
 }
 
-/* A copy of the metrics text as the worker sent it when it parses as a JSON
- * object (jansson: valid UTF-8, no NUL), or NULL if absent or not one. Not
- * printed again: jansson's "%.17g" turned a sent 0.05 into a stored
- * 0.050000000000000003. */
-static char *clean_metrics(const char *s)
+/* A result's metrics, parsed once for both result paths: the text as the
+ * worker sent it (s itself) when it parses as a JSON object (jansson: valid
+ * UTF-8, no NUL), with the object in *obj (the caller json_decref's it);
+ * NULL and *obj NULL if absent or not one. Stored as sent, not printed
+ * again: jansson's "%.17g" turned a sent 0.05 into 0.050000000000000003. */
+static const char *metrics_object(const char *s, json_t **obj)
 {
-    if (!s || !*s) return NULL;
-    json_error_t je;
-    json_t *j = json_loads(s, 0, &je);
-    if (!j) return NULL;
-    char *out = json_is_object(j) ? strdup(s) : NULL;
-    json_decref(j);
-    return out;
+    *obj = s && *s ? json_loads(s, 0, NULL) : NULL;
+    if (json_is_object(*obj)) return s;
+    json_decref(*obj);
+    *obj = NULL;
+    return NULL;
 }
 
-/* Whether a result's metrics blame the task itself (the judge proved the
- * task's own reference or baseline failed): not the worker's fault. */
-static int blames_task(const char *metrics)
+/* Whether a result's metrics (metrics_object's) blame the task itself (the
+ * judge proved the task's own reference or baseline failed): not the
+ * worker's fault. */
+static int blames_task(const json_t *metrics)
 {
-    json_t *j = metrics ? json_loads(metrics, 0, NULL) : NULL;
-    const char *b = j ? json_string_value(json_object_get(j, "blame")) : NULL;
-    int t = b && !strcmp(b, "task");
-    json_decref(j);
-    return t;
+    const char *b = json_string_value(json_object_get(metrics, "blame"));
+    return b && !strcmp(b, "task");
 }
 
 kf_queue_status kf_queue_result(kf_db *db, const kf_queue_config *cfg, const char *worker_id,
@@ -546,7 +543,8 @@ kf_queue_status kf_queue_result(kf_db *db, const kf_queue_config *cfg, const cha
     kf_queue_status st = KF_Q_ERROR;
     char *detail = clean_text(res->detail, 4096);
     char *log = clean_text(res->compile_log, 1u << 20);
-    char *metrics = clean_metrics(res->metrics_json);
+    json_t *mobj;
+    const char *metrics = metrics_object(res->metrics_json, &mobj);
 
     if (kf_db_begin(db, err, errlen) < 0) goto out;
     /* a result is durable before it is acknowledged, whatever the session's
@@ -622,14 +620,14 @@ kf_queue_status kf_queue_result(kf_db *db, const kf_queue_config *cfg, const cha
 
     /* infra_error blamed on the task (its reference failed or was too slow
      * here) is retried elsewhere but never counts against this worker */
-    int task_fault = v == KF_INFRA_ERROR && blames_task(metrics);
+    int task_fault = v == KF_INFRA_ERROR && blames_task(mobj);
     int infra = v == KF_INFRA_ERROR && !task_fault;
     int retry = v == KF_INFRA_ERROR && (task_fault || attempts < max_attempts);
     char att[24], b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
     i64s(att, attempts);
     /* the noise of an ok result: CV and speedup interval (noise.h) */
     double cv = 0, lo = 0, hi = 0;
-    int has_noise = v == KF_OK && kf_noise_of_metrics(metrics, res->speedup, &cv, &lo, &hi) == 0;
+    int has_noise = v == KF_OK && kf_noise_of_metrics_obj(mobj, res->speedup, &cv, &lo, &hi) == 0;
     const char *pi[19] = {
         job, cand, att, worker_id, tok, kf_verdict_name((kf_verdict)v), detail, metrics,
         num_param(b1, res->candidate_us), num_param(b2, res->baseline_us),
@@ -715,7 +713,7 @@ fail:
 out:
     free(detail);
     free(log);
-    free(metrics);
+    json_decref(mobj);
     return st;
 }
 
@@ -744,31 +742,6 @@ static void grp_decide(kf_queue_item *it, grp_item *g, kf_queue_status st, const
     g->decided = 1;
 }
 
-/* Append "v," to a growing buffer (a PostgreSQL array literal's element). */
-static int grp_append(char **buf, size_t *len, size_t *cap, const char *v)
-{
-    size_t n = strlen(v);
-    if (*len + n + 4 > *cap) {
-        size_t c = (*cap ? *cap * 2 : 256) + n;
-        char *nb = realloc(*buf, c);
-        if (!nb) return -1;
-        *buf = nb;
-        *cap = c;
-    }
-    if (*len == 0) (*buf)[(*len)++] = '{';
-    else (*buf)[(*len)++] = ',';
-    memcpy(*buf + *len, v, n);
-    *len += n;
-    (*buf)[*len] = 0;
-    return 0;
-}
-
-static void grp_close(char *buf, size_t *len)
-{
-    buf[(*len)++] = '}';
-    buf[*len] = 0;
-}
-
 /* The group's transaction: lock, check, store. Returns the number of items
  * stored, or -1 (rolled back; err) when the transaction failed. */
 static int grp_store(kf_db *db, kf_queue_item *it, grp_item *g, int n, char *err, size_t errlen)
@@ -776,29 +749,25 @@ static int grp_store(kf_db *db, kf_queue_item *it, grp_item *g, int n, char *err
     /* the accepted rows' columns (step 3) */
     enum { C_JOB, C_CAND, C_ATT, C_WORKER, C_TOKEN, C_VERDICT, C_DETAIL, C_METRICS, C_CUS, C_BUS,
            C_SPEEDUP, C_LOG, C_CV, C_LO, C_HI, C_CAMPAIGN, C_TARGET, C_N };
-    kf_db_arr col[C_N];
+    kf_db_arr col[C_N], lk_ids, lk_toks; /* lk_: the undecided items' (job, token) (steps 1, 2) */
     memset(col, 0, sizeof(col));
-    char *ids = NULL, *toks = NULL;
-    size_t il = 0, ic = 0, tl = 0, tc = 0;
+    memset(&lk_ids, 0, sizeof(lk_ids));
+    memset(&lk_toks, 0, sizeof(lk_toks));
     int stored = -1;
-    char *acc_ids = NULL, *acc_w = NULL;
-    size_t al = 0, ac = 0, wl = 0, wc = 0;
     for (int i = 0; i < n; i++) {
         if (g[i].decided || g[i].defer) continue;
-        char a[24], b[24];
-        i64s(a, it[i].job_id);
-        i64s(b, it[i].token);
-        if (grp_append(&ids, &il, &ic, a) < 0 || grp_append(&toks, &tl, &tc, b) < 0) {
-            snprintf(err, errlen, "out of memory");
-            goto out;
-        }
+        kf_db_arr_i64(&lk_ids, it[i].job_id);
+        kf_db_arr_i64(&lk_toks, it[i].token);
     }
-    if (!ids) {
+    if (!lk_ids.n && !lk_ids.oom) {
         stored = 0;
         goto out;
     }
-    grp_close(ids, &il);
-    grp_close(toks, &tl);
+    const char *ids = kf_db_arr_text(&lk_ids), *toks = kf_db_arr_text(&lk_toks);
+    if (!ids || !toks) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
     if (kf_db_begin(db, err, errlen) < 0) goto out;
     if (kf_db_cmd(db, "SET LOCAL synchronous_commit = on", 0, NULL, err, errlen) < 0) goto fail;
     /* 1. lock every job of the group, in id order (two groups never wait on
@@ -885,15 +854,11 @@ static int grp_store(kf_db *db, kf_queue_item *it, grp_item *g, int n, char *err
     for (int i = 0; i < n; i++) {
         if (!g[i].accept) continue;
         const kf_result *res = it[i].res;
-        char a[24], *detail = clean_text(res->detail, 4096), *log = clean_text(res->compile_log, 1u << 20);
-        /* metrics: stored as the worker sent them when they parse as a JSON
-         * object (jansson accepts only valid UTF-8, no NUL), else NULL; the
-         * same parse gives the noise interval */
-        const char *mt = res->metrics_json && *res->metrics_json ? res->metrics_json : NULL;
-        json_t *mj = mt ? json_loads(mt, 0, NULL) : NULL;
-        if (!json_is_object(mj)) mt = NULL;
+        char *detail = clean_text(res->detail, 4096), *log = clean_text(res->compile_log, 1u << 20);
+        json_t *mj;
+        const char *mt = metrics_object(res->metrics_json, &mj);
         double cv = 0, lo = 0, hi = 0;
-        int has_noise = g[i].v == KF_OK && mt && kf_noise_of_metrics_obj(mj, res->speedup, &cv, &lo, &hi) == 0;
+        int has_noise = g[i].v == KF_OK && kf_noise_of_metrics_obj(mj, res->speedup, &cv, &lo, &hi) == 0;
         json_decref(mj);
         kf_db_arr_i64(&col[C_JOB], it[i].job_id);
         kf_db_arr_i64(&col[C_CAND], g[i].cand);
@@ -915,27 +880,9 @@ static int grp_store(kf_db *db, kf_queue_item *it, grp_item *g, int n, char *err
         kf_db_arr_str(&col[C_TARGET], g[i].target);
         free(detail);
         free(log);
-        i64s(a, it[i].job_id);
-        if (grp_append(&acc_ids, &al, &ac, a) < 0) goto oom;
-        /* worker names as array elements: quoted, \ and " escaped */
-        size_t wn = strlen(it[i].worker_id);
-        char *q = malloc(2 * wn + 3), *d = q;
-        if (!q) goto oom;
-        *d++ = '"';
-        for (const char *c = it[i].worker_id; *c; c++) {
-            if (*c == '"' || *c == '\\') *d++ = '\\';
-            *d++ = *c;
-        }
-        *d++ = '"';
-        *d = 0;
-        int rc = grp_append(&acc_w, &wl, &wc, q);
-        free(q);
-        if (rc < 0) goto oom;
         nacc++;
     }
     if (nacc > 0) {
-        grp_close(acc_ids, &al);
-        grp_close(acc_w, &wl);
         const char *pi[C_N];
         for (int c = 0; c < C_N; c++)
             if (!(pi[c] = kf_db_arr_text(&col[c]))) goto oom;
@@ -979,12 +926,12 @@ static int grp_store(kf_db *db, kf_queue_item *it, grp_item *g, int n, char *err
             i64s(camp, g[i].campaign);
             if (kf_verify_consider(db, camp, g[i].target, best, err, errlen) < 0) goto fail;
         }
-        const char *pj[1] = { acc_ids };
+        const char *pj[1] = { pi[C_JOB] }; /* the accepted jobs */
         if (kf_db_cmd(db, "UPDATE jobs SET state = 'done', lease_deadline = NULL, finished_at = now()"
                           " WHERE id = ANY($1::bigint[])", 1, pj, err, errlen) < 0)
             goto fail;
         /* worker health: any verdict but infra_error resets the count */
-        const char *pw[1] = { acc_w };
+        const char *pw[1] = { pi[C_WORKER] }; /* their workers, one per result */
         if (kf_db_cmd(db,
                 "UPDATE workers SET last_seen = now(), infra_errors = 0, jobs_done = jobs_done + x.n"
                 " FROM (SELECT w, count(*) AS n FROM unnest($1::text[]) AS w GROUP BY w) x"
@@ -1006,10 +953,8 @@ fail:
     stored = -1;
 out:
     for (int c = 0; c < C_N; c++) kf_db_arr_free(&col[c]);
-    free(ids);
-    free(toks);
-    free(acc_ids);
-    free(acc_w);
+    kf_db_arr_free(&lk_ids);
+    kf_db_arr_free(&lk_toks);
     return stored;
 }
 

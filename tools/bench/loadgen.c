@@ -474,6 +474,15 @@ static void sleep_then(sim *s, int call, int ms)
     s->wake_ns = now_ns() + (int64_t)ms * 1000000LL;
 }
 
+/* A uniform draw in [0, 1) from sim s's xorshift64 generator. */
+static double sim_uniform(sim *s)
+{
+    s->rng ^= s->rng << 13;
+    s->rng ^= s->rng >> 7;
+    s->rng ^= s->rng << 17;
+    return (double)(s->rng >> 11) / 9007199254740992.0;
+}
+
 /* After a lease, and before each further result of it: the call waits for
  * the simulated evaluation of the jobs it reports, each uniform in [0.5, 1.5]
  * x eval_ms, evaluated one after the other as a worker does (a fleet of real
@@ -488,12 +497,7 @@ static void evaluate_then(sim *s, const lg *g, int njobs)
         return;
     }
     double f = 0;
-    for (int k = 0; k < (njobs > 0 ? njobs : 1); k++) {
-        s->rng ^= s->rng << 13;
-        s->rng ^= s->rng >> 7;
-        s->rng ^= s->rng << 17;
-        f += 0.5 + (double)(s->rng >> 11) / 9007199254740992.0;
-    }
+    for (int k = 0; k < (njobs > 0 ? njobs : 1); k++) f += 0.5 + sim_uniform(s);
     s->wake_ns = now_ns() + (int64_t)(f * g->eval_ms * 1e6);
 }
 
@@ -691,13 +695,8 @@ static void driver_main(driver *d)
                 sim *s = &d->sims[i];
                 if (s->wake_ns >= 0) continue;
                 s->wake_ns = 0;
-                if (g->stagger && g->eval_ms > 0) {
-                    s->rng ^= s->rng << 13;
-                    s->rng ^= s->rng >> 7;
-                    s->rng ^= s->rng << 17;
-                    double u = (double)(s->rng >> 11) / 9007199254740992.0;
-                    s->wake_ns = now + (int64_t)(u * g->per_lease * g->eval_ms * 1e6) + 1;
-                }
+                if (g->stagger && g->eval_ms > 0)
+                    s->wake_ns = now + (int64_t)(sim_uniform(s) * g->per_lease * g->eval_ms * 1e6) + 1;
             }
         }
         if (phase >= PH_MEASURE && !opened) {
