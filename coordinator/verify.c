@@ -137,24 +137,37 @@ int kf_verify_conclude(kf_db *db, const kf_queue_config *cfg, const char *orig_e
     /* a worker re-timed alone says nothing about its honesty */
     if (state[0] == 'i' || same) return 0; /* inconclusive */
     int agree = state[0] == 'c';
-    char qd[16];
+    char qd[16], qp[16];
     snprintf(qd, sizeof(qd), "%d", KF_VERIFY_QUARANTINE_DISPUTES);
-    const char *pw[4] = { w1, w2, agree ? "true" : "false", qd };
+    snprintf(qp, sizeof(qp), "%d", KF_VERIFY_QUARANTINE_PEERS);
+    const char *pw[5] = { w1, w2, agree ? "true" : "false", qd, qp };
+    /* Both rows at once, each with the other as its peer. The quarantine
+     * test counts the distinct peers that disputed the worker, this dispute
+     * included (schema/013_dispute_peers.sql, verify.h). */
+#define KF_VERIFY_QUARANTINE_SQL                                                     \
+    "(NOT $3::boolean AND w.disputes + 1 >= $4::int AND w.disputes + 1 > w.agreements" \
+    " AND cardinality(w.dispute_peers) + (p.peer <> ALL(w.dispute_peers))::int >= $5::int)"
     r = kf_db_exec(db,
-        "UPDATE workers SET agreements = agreements + CASE WHEN $3::boolean THEN 1 ELSE 0 END,"
-        "  disputes = disputes + CASE WHEN $3::boolean THEN 0 ELSE 1 END,"
-        "  quarantine_reason = CASE WHEN NOT quarantined AND NOT $3::boolean AND disputes + 1 >= $4::int"
-        "    AND disputes + 1 > agreements THEN format('%s verification disputes with other workers"
-        " (%s agreements): its results disagree with theirs beyond the noise', disputes + 1, agreements)"
-        "    ELSE quarantine_reason END,"
-        "  quarantined = quarantined OR (NOT $3::boolean AND disputes + 1 >= $4::int"
-        "                                AND disputes + 1 > agreements)"
-        " WHERE id IN ($1, $2) RETURNING id, quarantined, disputes", 4, pw, err, errlen);
+        "UPDATE workers w SET agreements = w.agreements + CASE WHEN $3::boolean THEN 1 ELSE 0 END,"
+        "  disputes = w.disputes + CASE WHEN $3::boolean THEN 0 ELSE 1 END,"
+        "  dispute_peers = CASE WHEN NOT $3::boolean AND p.peer <> ALL(w.dispute_peers)"
+        "                        AND cardinality(w.dispute_peers) < 32"
+        "    THEN w.dispute_peers || p.peer ELSE w.dispute_peers END,"
+        "  quarantine_reason = CASE WHEN NOT w.quarantined AND " KF_VERIFY_QUARANTINE_SQL
+        "    THEN format('%s verification disputes with %s other workers (%s agreements): its"
+        " results disagree with theirs beyond the noise', w.disputes + 1,"
+        " cardinality(w.dispute_peers) + (p.peer <> ALL(w.dispute_peers))::int, w.agreements)"
+        "    ELSE w.quarantine_reason END,"
+        "  quarantined = w.quarantined OR " KF_VERIFY_QUARANTINE_SQL
+        " FROM (VALUES ($1, $2), ($2, $1)) AS p(me, peer)"
+        " WHERE w.id = p.me RETURNING w.id, w.quarantined, w.disputes, cardinality(w.dispute_peers)",
+        5, pw, err, errlen);
+#undef KF_VERIFY_QUARANTINE_SQL
     if (!r) return -1;
     for (int i = 0; i < PQntuples(r); i++)
         if (!agree && !strcmp(PQgetvalue(r, i, 1), "t"))
-            kf_log("worker %s quarantined: %s verification disputes", PQgetvalue(r, i, 0),
-                   PQgetvalue(r, i, 2));
+            kf_log("worker %s quarantined: %s verification disputes with %s other workers",
+                   PQgetvalue(r, i, 0), PQgetvalue(r, i, 2), PQgetvalue(r, i, 3));
     PQclear(r);
     return 0;
 }

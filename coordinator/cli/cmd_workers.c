@@ -8,6 +8,7 @@
 
 #include "kfarm_cli.h"
 #include "queue.h"
+#include "verify.h"
 
 static void usage(FILE *f)
 {
@@ -17,7 +18,8 @@ static void usage(FILE *f)
                "       (kfarm workers release|quarantine NAME work too)\n\n"
                "Lists registered workers: routing classes, state (ok, offline: not heard\n"
                "from in %d s, quarantined with the reason), last contact, clock skew,\n"
-               "jobs done, consecutive infra_errors. --wide adds host, backend, devices.\n",
+               "jobs done, consecutive infra_errors, verifications agreed / disputed with\n"
+               "other workers. --wide adds host, backend, devices.\n",
             KF_QUEUE_OFFLINE_S);
 }
 
@@ -66,7 +68,8 @@ int kf_cli_cmd_workers(int argc, char **argv)
         " (SELECT count(*) FROM jobs j WHERE j.worker_id = w.id AND j.state = 'leased') AS leased,"
         " w.quarantine_reason, w.hostname AS host, w.backend,"
         " (SELECT string_agg(d->>'name', ', ') FROM jsonb_array_elements(w.devices) d) AS devices,"
-        " to_char(w.last_seen, 'YYYY-MM-DD HH24:MI:SS') AS last_seen"
+        " to_char(w.last_seen, 'YYYY-MM-DD HH24:MI:SS') AS last_seen,"
+        " w.agreements, w.disputes, array_to_string(w.dispute_peers, ', ') AS dispute_peers"
         " FROM workers w ORDER BY w.id", 1, p, err, sizeof(err));
     if (!r) {
         rc = kf_cli_fail("%s", err);
@@ -76,21 +79,23 @@ int kf_cli_cmd_workers(int argc, char **argv)
         printf("no workers have registered yet\n");
     } else {
         static const char *const hdr[] = { "NAME", "CLASSES", "STATE", "SEEN", "SKEW", "JOBS",
-                                           "INFRA", "LEASED", "HOST", "BACKEND", "DEVICES" };
-        int nc = kf_cli_wide ? 11 : 8;
+                                           "INFRA", "AGREE/DISPUTE", "LEASED", "HOST", "BACKEND",
+                                           "DEVICES" };
+        int nc = kf_cli_wide ? 12 : 9;
         kf_cli_table t;
         kf_cli_table_init(&t, nc, hdr);
-        t.right[3] = t.right[4] = t.right[5] = t.right[6] = t.right[7] = 1;
+        t.right[3] = t.right[4] = t.right[5] = t.right[6] = t.right[7] = t.right[8] = 1;
         for (int i = 0; i < PQntuples(r); i++) {
-            char seen[48], skew[32];
+            char seen[48], skew[32], verif[48];
             long long ago = kf_db_i64(r, i, 3, 0);
             if (ago < 120) snprintf(seen, sizeof(seen), "%llds ago", ago);
             else if (ago < 7200) snprintf(seen, sizeof(seen), "%lldm ago", ago / 60);
             else snprintf(seen, sizeof(seen), "%s", PQgetvalue(r, i, 12));
             if (PQgetisnull(r, i, 4)) snprintf(skew, sizeof(skew), "-");
             else snprintf(skew, sizeof(skew), "%+.1fs", (double)kf_db_i64(r, i, 4, 0) / 1000.0);
-            const char *row[11] = { PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2),
-                                    seen, skew, PQgetvalue(r, i, 5), PQgetvalue(r, i, 6),
+            snprintf(verif, sizeof(verif), "%s/%s", PQgetvalue(r, i, 13), PQgetvalue(r, i, 14));
+            const char *row[12] = { PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2),
+                                    seen, skew, PQgetvalue(r, i, 5), PQgetvalue(r, i, 6), verif,
                                     PQgetvalue(r, i, 7), kf_db_str(r, i, 9), kf_db_str(r, i, 10),
                                     kf_db_str(r, i, 11) };
             kf_cli_table_row(&t, row);
@@ -102,6 +107,15 @@ int kf_cli_cmd_workers(int argc, char **argv)
                        PQgetvalue(r, i, 0),
                        kf_db_str(r, i, 8) ? kf_db_str(r, i, 8) : "no reason recorded",
                        PQgetvalue(r, i, 0));
+            else if (kf_db_i64(r, i, 14, 0) > kf_db_i64(r, i, 13, 0))
+                /* disputed more than agreed, not (yet) quarantined: by one
+                 * peer only, which of the two is wrong needs a third
+                 * worker (verify.h) */
+                printf("%s: %s verification disputes, %s agreements (disputed with %s): results"
+                       " disagree beyond the noise; %d disputes from %d workers quarantine, a third"
+                       " worker of the same target tells which one is wrong\n",
+                       PQgetvalue(r, i, 0), PQgetvalue(r, i, 14), PQgetvalue(r, i, 13),
+                       PQgetvalue(r, i, 15), KF_VERIFY_QUARANTINE_DISPUTES, KF_VERIFY_QUARANTINE_PEERS);
     }
     if (r) PQclear(r);
     kf_db_close(db);

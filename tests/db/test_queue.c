@@ -21,6 +21,7 @@
 #include "db.h"
 #include "queue.h"
 #include "strategy.h"
+#include "verify.h"
 
 #include "db_test.h"
 
@@ -35,6 +36,32 @@ static kf_result res_ok(void)
 static void expire_all(kf_db *db)
 {
     exec_ok(db, "UPDATE jobs SET lease_deadline = now() - interval '1 second' WHERE state = 'leased'");
+}
+
+/* One verification concluded between worker `orig` (its result: speedup
+ * so) and worker `ver` (its verdict and speedup sv), stored as two final
+ * evaluations of made-up jobs (evaluations have no foreign keys, schema 012)
+ * and judged by kf_verify_conclude. n numbers the pair. 1 on success. */
+static int verify_pair(kf_db *db, const kf_queue_config *qc, int n, const char *orig, double so,
+                       const char *ver, const char *verdict, double sv)
+{
+    char sql[1024], err[512], oid[32], vjob[32];
+    snprintf(sql, sizeof(sql),
+             "INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, verdict, speedup,"
+             " is_final) VALUES (%d, 1, 1, '%s', 'ok', %g, true) RETURNING id", 800000 + 2 * n, orig, so);
+    snprintf(oid, sizeof(oid), "%lld", q1(db, sql));
+    snprintf(sql, sizeof(sql),
+             "INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, verdict, speedup,"
+             " is_final) VALUES (%d, 1, 1, '%s', '%s', %g, true) RETURNING id",
+             800001 + 2 * n, ver, verdict, sv);
+    q1(db, sql);
+    snprintf(vjob, sizeof(vjob), "%d", 800001 + 2 * n);
+    if (kf_db_begin(db, err, sizeof(err)) < 0 || kf_verify_conclude(db, qc, oid, vjob, err, sizeof(err)) < 0 ||
+        kf_db_commit(db, err, sizeof(err)) < 0) {
+        fprintf(stderr, "verify_pair %d: %s\n", n, err);
+        return 0;
+    }
+    return 1;
 }
 
 int main(void)
@@ -317,6 +344,50 @@ int main(void)
     snprintf(sql, sizeof(sql), "SELECT (metrics IS NULL AND speedup IS NULL AND detail LIKE "
              "'bad byte%%')::int FROM evaluations WHERE job_id = %lld AND is_final", (long long)lh.job_id);
     CHECK(q1(db, sql) == 1, "sanitized row");
+
+    /* ---- verification disputes: only a worker that several peers
+     * contradict is quarantined (schema/013_dispute_peers.sql) ---- */
+    exec_ok(db, "INSERT INTO workers (id) VALUES ('vA'), ('vB'), ('vL'), ('vP'), ('vQ'), ('vM'), ('vR'), ('vS')");
+    int vn = 0;
+    /* two workers that only contradict each other, by timing or by verdict:
+     * neither can be told the liar, both stay in service */
+    for (int i = 0; i < 5; i++)
+        CHECK(verify_pair(db, &qc, vn++, i % 2 ? "vA" : "vB", 3.0, i % 2 ? "vB" : "vA",
+                          i < 3 ? "ok" : "incorrect", 1.0), "pair %d", i);
+    CHECK(q1(db, "SELECT count(*) FROM workers WHERE id IN ('vA', 'vB') AND NOT quarantined AND disputes = 5 "
+                 "AND dispute_peers = ARRAY[CASE id WHEN 'vA' THEN 'vB' ELSE 'vA' END]") == 2,
+          "two workers disputing only each other were quarantined or miscounted");
+    CHECK(q1(db, "SELECT count(*) FROM evaluations WHERE worker_id IN ('vA', 'vB') AND confirmation = 'disputed'") == 5,
+          "their results are disputed all the same");
+    /* a liar among three: three disputes with one honest peer keep it in
+     * service, the first with a second peer quarantines it, and neither
+     * honest worker (one peer each) is quarantined */
+    for (int i = 0; i < 3; i++)
+        CHECK(verify_pair(db, &qc, vn++, "vL", 50.0, "vP", "ok", 1.1), "liar pair %d", i);
+    CHECK(q1(db, "SELECT count(*) FROM workers WHERE id = 'vL' AND NOT quarantined AND disputes = 3") == 1,
+          "disputes with one peer quarantined the liar");
+    CHECK(verify_pair(db, &qc, vn++, "vQ", 1.2, "vL", "rejected_cheat", 0), "liar verifies");
+    CHECK(q1(db, "SELECT count(*) FROM workers WHERE id = 'vL' AND quarantined AND disputes = 4 AND "
+                 "quarantine_reason LIKE '4 verification disputes with 2 other workers (0 agreements)%'") == 1,
+          "the liar disputed by two peers is quarantined with the reason");
+    CHECK(q1(db, "SELECT count(*) FROM workers WHERE id IN ('vP', 'vQ') AND quarantined") == 0,
+          "an honest worker was quarantined");
+    /* agreements that outnumber the disputes still protect a worker */
+    for (int i = 0; i < 4; i++)
+        CHECK(verify_pair(db, &qc, vn++, "vM", 2.0, i % 2 ? "vR" : "vS", "ok", 2.1), "agree %d", i);
+    for (int i = 0; i < 3; i++)
+        CHECK(verify_pair(db, &qc, vn++, "vM", 2.0, i % 2 ? "vR" : "vS", "ok", 9.0), "dispute %d", i);
+    CHECK(q1(db, "SELECT count(*) FROM workers WHERE id = 'vM' AND NOT quarantined AND agreements = 4 "
+                 "AND disputes = 3 AND cardinality(dispute_peers) = 2") == 1,
+          "a worker with more agreements than disputes was quarantined");
+    CHECK(verify_pair(db, &qc, vn++, "vM", 2.0, "vR", "ok", 9.0), "dispute 4");
+    CHECK(q1(db, "SELECT count(*) FROM workers WHERE id = 'vM' AND quarantined") == 0,
+          "4 disputes against 4 agreements quarantined");
+    CHECK(verify_pair(db, &qc, vn++, "vM", 2.0, "vS", "ok", 9.0), "dispute 5");
+    CHECK(q1(db, "SELECT count(*) FROM workers WHERE id = 'vM' AND quarantined") == 1,
+          "disputes from two peers outnumbering agreements did not quarantine");
+    exec_ok(db, "DELETE FROM evaluations WHERE job_id >= 800000");
+    exec_ok(db, "DELETE FROM workers WHERE id LIKE 'v_'");
 
     /* ---- finish the campaign (verification jobs of would-be bests
      * included: they wait a moment before they are leased, skipped here) ---- */

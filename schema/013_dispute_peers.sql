@@ -1,0 +1,32 @@
+-- 013_dispute_peers.sql -- a dispute quarantines only a worker that several
+-- peers contradict.
+--
+-- A verification that disagrees with the original result tells that the
+-- two workers disagree, not which of them is wrong. Before, both workers'
+-- `disputes` rose, and either was quarantined once its disputes reached 3
+-- and outnumbered its agreements. Two honest CPU workers timing on one
+-- loaded host (CI, the test task_fault_fair_share) disputed each other's
+-- results three times and both were quarantined: a healthy campaign was
+-- left with no worker, and a fleet of two with one liar would have lost
+-- the honest one too.
+--
+-- Now each worker keeps the names of the workers it was disputed with
+-- (dispute_peers, distinct, at most 32 kept), and the quarantine rule of
+-- coordinator/verify.c also asks that at least two distinct peers
+-- disputed it: the odd one out of three is caught, while two workers that
+-- only contradict each other stay in service, their disputed results
+-- never named best, and `kfarm workers` shows the disputes.
+ALTER TABLE workers ADD COLUMN dispute_peers text[] NOT NULL DEFAULT '{}';
+-- The peers of disputes recorded before this migration, from the disputed
+-- evaluations (original worker, verifier), one scan at migration time.
+UPDATE workers w SET dispute_peers = p.peers
+FROM (SELECT me, array_agg(DISTINCT peer ORDER BY peer) AS peers
+      FROM (SELECT worker_id AS me, confirmed_by_worker AS peer FROM evaluations
+            WHERE confirmation = 'disputed' AND worker_id IS NOT NULL
+              AND confirmed_by_worker IS NOT NULL AND worker_id <> confirmed_by_worker
+            UNION ALL
+            SELECT confirmed_by_worker, worker_id FROM evaluations
+            WHERE confirmation = 'disputed' AND worker_id IS NOT NULL
+              AND confirmed_by_worker IS NOT NULL AND worker_id <> confirmed_by_worker) d
+      GROUP BY me) p
+WHERE w.id = p.me;
