@@ -503,15 +503,57 @@ static char *clean_text(const char *s, size_t cap)
     return kf_db_utf8_sanitize(c);
 }
 
+/* Whether every number outside the strings of JSON text s is one that
+ * PostgreSQL's jsonb takes: at most 64 characters and a decimal exponent of
+ * at most 300 either way. jsonb reads numbers as numeric, which refuses more
+ * than 16,383 digits after the point ("value overflows numeric format"),
+ * while jansson reads them as doubles and takes 1e-16384 (as 0) or 0.000...1
+ * with 17,000 zeros. A number jansson prints (%.17g) is at most 24 characters
+ * with an exponent within +-324, so an honest worker's metrics always fit. */
+static int json_numbers_fit(const char *s)
+{
+    for (const char *c = s; *c; c++) {
+        if (*c == '"') { /* skip a string, escapes included */
+            for (c++; *c && *c != '"'; c++)
+                if (*c == '\\' && c[1]) c++;
+            if (!*c) return 1; /* unterminated: jansson refused it already */
+            continue;
+        }
+        if (*c != '-' && (*c < '0' || *c > '9')) continue;
+        const char *b = c;
+        long ex = 0;
+        while (*c == '-' || *c == '+' || *c == '.' || (*c >= '0' && *c <= '9')) c++;
+        if (*c == 'e' || *c == 'E') {
+            c++;
+            int neg = *c == '-';
+            if (*c == '-' || *c == '+') c++;
+            for (; *c >= '0' && *c <= '9'; c++)
+                if (ex < 100000) ex = ex * 10 + (*c - '0');
+            if (neg) ex = -ex;
+        }
+        if (c - b > 64 || ex > 300 || ex < -300) return 0;
+        c--;
+    }
+    return 1;
+}
+
 /* A result's metrics, parsed once for both result paths: the text as the
  * worker sent it (s itself) when it parses as a JSON object (jansson: valid
  * UTF-8, no NUL), with the object in *obj (the caller json_decref's it);
  * NULL and *obj NULL if absent or not one. Stored as sent, not printed
- * again: jansson's "%.17g" turned a sent 0.05 into 0.050000000000000003. */
-static const char *metrics_object(const char *s, json_t **obj)
+ * again: jansson's "%.17g" turned a sent 0.05 into 0.050000000000000003.
+ * Only an object with a number jsonb would refuse (json_numbers_fit) is
+ * stored as jansson prints it, in *owned (the caller frees it): a result
+ * PostgreSQL cannot store would fail its whole group, then itself. */
+static const char *metrics_object(const char *s, json_t **obj, char **owned)
 {
+    *owned = NULL;
     *obj = s && *s ? json_loads(s, 0, NULL) : NULL;
-    if (json_is_object(*obj)) return s;
+    if (json_is_object(*obj)) {
+        if (json_numbers_fit(s)) return s;
+        *owned = json_dumps(*obj, JSON_COMPACT | JSON_REAL_PRECISION(17));
+        return *owned;
+    }
     json_decref(*obj);
     *obj = NULL;
     return NULL;
@@ -544,7 +586,8 @@ kf_queue_status kf_queue_result(kf_db *db, const kf_queue_config *cfg, const cha
     char *detail = clean_text(res->detail, 4096);
     char *log = clean_text(res->compile_log, 1u << 20);
     json_t *mobj;
-    const char *metrics = metrics_object(res->metrics_json, &mobj);
+    char *mown;
+    const char *metrics = metrics_object(res->metrics_json, &mobj, &mown);
 
     if (kf_db_begin(db, err, errlen) < 0) goto out;
     /* a result is durable before it is acknowledged, whatever the session's
@@ -713,6 +756,7 @@ fail:
 out:
     free(detail);
     free(log);
+    free(mown);
     json_decref(mobj);
     return st;
 }
@@ -856,7 +900,8 @@ static int grp_store(kf_db *db, kf_queue_item *it, grp_item *g, int n, char *err
         const kf_result *res = it[i].res;
         char *detail = clean_text(res->detail, 4096), *log = clean_text(res->compile_log, 1u << 20);
         json_t *mj;
-        const char *mt = metrics_object(res->metrics_json, &mj);
+        char *mown;
+        const char *mt = metrics_object(res->metrics_json, &mj, &mown);
         double cv = 0, lo = 0, hi = 0;
         int has_noise = g[i].v == KF_OK && kf_noise_of_metrics_obj(mj, res->speedup, &cv, &lo, &hi) == 0;
         json_decref(mj);
@@ -880,6 +925,7 @@ static int grp_store(kf_db *db, kf_queue_item *it, grp_item *g, int n, char *err
         kf_db_arr_str(&col[C_TARGET], g[i].target);
         free(detail);
         free(log);
+        free(mown);
         nacc++;
     }
     if (nacc > 0) {

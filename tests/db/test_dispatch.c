@@ -41,7 +41,9 @@
  * when nothing is left above the floor.
  * Part 5, the overall best of a campaign with several targets.
  * Part 6, a group stores each result exactly as the plain path stores it
- * alone (every column), with text that could garble an array literal.
+ * alone (every column), with text that could garble an array literal, and
+ * metrics with numbers jansson reads but jsonb refuses (1e-16384, 17,000
+ * digits after the point): stored, printed by jansson, by both paths.
  * Prints "N passed, M failed"; exit status 1 on any failure.
  */
 #define _GNU_SOURCE
@@ -938,6 +940,60 @@ static void part_floors(const char *conninfo)
 
 /* ---- part 6: a group stores each result as the plain path does ---- */
 
+/* A database at conninfo with campaign `name` of 2*nv jobs, all leased to
+ * worker "wr" into l; the results v stored once in a group (the first nv
+ * leases) and once alone (the others), and every stored column compared.
+ * Returns the open database (NULL and a failed check on error). */
+static kf_db *store_twice(const char *conninfo, const char *name, kf_lease *l, kf_result *v, int nv)
+{
+    char err[1024];
+    kf_db *db = open_queue(conninfo, name, 2 * nv, "wr");
+    if (!db) return NULL;
+    kf_queue_config qc;
+    kf_queue_config_default(&qc);
+    const char *cls[1] = { "cpu" };
+    int nl = 0;
+    while (nl < 2 * nv) {
+        int got = 0;
+        if (kf_queue_lease_many(db, &qc, "wr", cls, 1, 2 * nv - nl, l + nl, &got, err, sizeof(err)) != KF_Q_OK) break;
+        nl += got;
+    }
+    CHECK(nl == 2 * nv, "%s: %d jobs leased (%s)", name, nl, err);
+    if (nl != 2 * nv) {
+        kf_db_close(db);
+        return NULL;
+    }
+    kf_queue_item it[16];
+    for (int i = 0; i < nv; i++) item(&it[i], "wr", &l[i], &v[i]);
+    int stored = kf_queue_result_group(db, &qc, it, nv);
+    CHECK(stored == nv, "%s: the group stored all %d (%d; %s)", name, nv, stored, it[0].err);
+    for (int i = 0; i < nv; i++) {
+        int requeued = 0;
+        kf_queue_status st = kf_queue_result(db, &qc, "wr", l[nv + i].job_id, l[nv + i].fencing_token,
+                                             l[nv + i].lease_token, KF_QUEUE_TOKEN_LEN, &v[i], &requeued, err,
+                                             sizeof(err));
+        CHECK(st == KF_Q_OK, "%s: result %d stored alone (%s)", name, i, err);
+    }
+    for (int i = 0; i < nv; i++) {
+        char sql[2048];
+        snprintf(sql, sizeof(sql),
+                 "SELECT count(*) FROM evaluations g, evaluations a WHERE g.job_id = %lld AND a.job_id = %lld"
+                 " AND g.verdict = a.verdict AND g.detail IS NOT DISTINCT FROM a.detail"
+                 " AND g.metrics IS NOT DISTINCT FROM a.metrics"
+                 " AND g.candidate_us IS NOT DISTINCT FROM a.candidate_us"
+                 " AND g.baseline_us IS NOT DISTINCT FROM a.baseline_us"
+                 " AND g.speedup IS NOT DISTINCT FROM a.speedup AND g.compile_log IS NOT DISTINCT FROM a.compile_log"
+                 " AND g.cv IS NOT DISTINCT FROM a.cv AND g.speedup_lo IS NOT DISTINCT FROM a.speedup_lo"
+                 " AND g.speedup_hi IS NOT DISTINCT FROM a.speedup_hi AND g.is_final AND a.is_final"
+                 " AND g.worker_id = a.worker_id AND g.attempt = a.attempt"
+                 " AND g.job_campaign_id = a.job_campaign_id AND g.job_target = a.job_target"
+                 " AND g.job_purpose = a.job_purpose",
+                 (long long)l[i].job_id, (long long)l[nv + i].job_id);
+        CHECK(q1(db, sql) == 1, "%s: result %d stored by the group as the plain path stores it", name, i);
+    }
+    return db;
+}
+
 /* Each result twice, on two jobs: once in a group (kf_queue_result_group,
  * whose rows travel as one array per column) and once alone
  * (kf_queue_result); every stored column must be the same. The results
@@ -947,25 +1003,7 @@ static void part_floors(const char *conninfo)
  * an object or not JSON, times that are not measured (0, NaN, infinite). */
 static void part_group_rows(const char *conninfo)
 {
-    char err[1024];
     enum { NV = 8 };
-    kf_db *db = open_queue(conninfo, "rows", 2 * NV, "wr");
-    if (!db) return;
-    kf_queue_config qc;
-    kf_queue_config_default(&qc);
-    const char *cls[1] = { "cpu" };
-    kf_lease l[2 * NV];
-    int nl = 0;
-    while (nl < 2 * NV) {
-        int got = 0;
-        if (kf_queue_lease_many(db, &qc, "wr", cls, 1, 2 * NV - nl, l + nl, &got, err, sizeof(err)) != KF_Q_OK) break;
-        nl += got;
-    }
-    CHECK(nl == 2 * NV, "rows: %d jobs leased (%s)", nl, err);
-    if (nl != 2 * NV) {
-        kf_db_close(db);
-        return;
-    }
     static const char shapes[] =
         "{\"timing\":{\"shapes\":[{\"weight\":2,\"candidate\":{\"median_us\":10,\"cv\":0.05},"
         "\"baseline\":{\"median_us\":15,\"cv\":0.02}},{\"candidate\":{\"cv\":0.01},\"baseline\":{\"cv\":0.03}}]},"
@@ -994,34 +1032,9 @@ static void part_group_rows(const char *conninfo)
     v[6].metrics_json = "{\"timing\":{\"shapes\":[]}}";      /* no shapes: no interval */
     v[7].metrics_json = "";                                  /* empty: absent */
     v[7].speedup = 1e-300;
-    kf_queue_item it[NV];
-    for (int i = 0; i < NV; i++) item(&it[i], "wr", &l[i], &v[i]);
-    int stored = kf_queue_result_group(db, &qc, it, NV);
-    CHECK(stored == NV, "rows: the group stored all %d (%d; %s)", NV, stored, it[0].err);
-    for (int i = 0; i < NV; i++) {
-        int requeued = 0;
-        kf_queue_status st = kf_queue_result(db, &qc, "wr", l[NV + i].job_id, l[NV + i].fencing_token,
-                                             l[NV + i].lease_token, KF_QUEUE_TOKEN_LEN, &v[i], &requeued, err,
-                                             sizeof(err));
-        CHECK(st == KF_Q_OK, "rows: result %d stored alone (%s)", i, err);
-    }
-    for (int i = 0; i < NV; i++) {
-        char sql[2048];
-        snprintf(sql, sizeof(sql),
-                 "SELECT count(*) FROM evaluations g, evaluations a WHERE g.job_id = %lld AND a.job_id = %lld"
-                 " AND g.verdict = a.verdict AND g.detail IS NOT DISTINCT FROM a.detail"
-                 " AND g.metrics IS NOT DISTINCT FROM a.metrics"
-                 " AND g.candidate_us IS NOT DISTINCT FROM a.candidate_us"
-                 " AND g.baseline_us IS NOT DISTINCT FROM a.baseline_us"
-                 " AND g.speedup IS NOT DISTINCT FROM a.speedup AND g.compile_log IS NOT DISTINCT FROM a.compile_log"
-                 " AND g.cv IS NOT DISTINCT FROM a.cv AND g.speedup_lo IS NOT DISTINCT FROM a.speedup_lo"
-                 " AND g.speedup_hi IS NOT DISTINCT FROM a.speedup_hi AND g.is_final AND a.is_final"
-                 " AND g.worker_id = a.worker_id AND g.attempt = a.attempt"
-                 " AND g.job_campaign_id = a.job_campaign_id AND g.job_target = a.job_target"
-                 " AND g.job_purpose = a.job_purpose",
-                 (long long)l[i].job_id, (long long)l[NV + i].job_id);
-        CHECK(q1(db, sql) == 1, "rows: result %d stored by the group as the plain path stores it", i);
-    }
+    kf_lease l[2 * NV];
+    kf_db *db = store_twice(conninfo, "rows", l, v, NV);
+    if (!db) return;
     /* and what they hold, spelled out for the cases an encoding could lose */
     char sql[512];
     snprintf(sql, sizeof(sql),
@@ -1050,6 +1063,65 @@ static void part_group_rows(const char *conninfo)
              "SELECT count(*) FROM evaluations WHERE job_id = %lld AND metrics IS NULL AND speedup IS NULL"
              " AND candidate_us IS NULL AND baseline_us IS NULL", (long long)l[4].job_id);
     CHECK(q1(db, sql) == 1, "rows: metrics that are not JSON and times not finite or negative stored NULL");
+    kf_db_close(db);
+}
+
+/* Numbers that jansson reads (as doubles) but jsonb, reading numeric,
+ * refuses ("value overflows numeric format"): a worker's metrics with one
+ * must still be stored, by the group and alone alike, printed by jansson
+ * instead of as sent; numbers jansson refuses leave the metrics out; and
+ * numbers that fit are kept exactly as sent. */
+static void part_group_numbers(const char *conninfo)
+{
+    enum { NV = 9 };
+    static char longfrac[17100], deep[4200];
+    size_t k = 0;
+    k += (size_t)snprintf(longfrac, sizeof(longfrac), "{\"x\": 0.");
+    for (int i = 0; i < 17000; i++) longfrac[k++] = '0';
+    snprintf(longfrac + k, sizeof(longfrac) - k, "1, \"cv\": 0.01}");
+    k = (size_t)snprintf(deep, sizeof(deep), "{\"a\": ");
+    for (int i = 0; i < 2000; i++) deep[k++] = '[';
+    deep[k++] = '1';
+    for (int i = 0; i < 2000; i++) deep[k++] = ']';
+    snprintf(deep + k, sizeof(deep) - k, "}");
+    kf_result v[NV];
+    for (int i = 0; i < NV; i++) v[i] = ok_result(1.5 + i);
+    v[0].metrics_json = "{\"x\": 1e-16384}";                   /* jansson: 0 */
+    v[1].metrics_json = longfrac;                              /* 17,000 digits after the point */
+    v[2].metrics_json = "{\"x\": -1E-99999, \"y\": 0.05}";
+    v[3].metrics_json = "{\"s\": \"1e-99999 \\\" 1e99999\", \"y\": 0.05}"; /* only in a string */
+    v[4].metrics_json = "{\"x\": 5e-324, \"y\": 1.7976931348623157e308}";   /* double's ends */
+    v[5].metrics_json = deep;                                  /* 2,000 levels deep */
+    v[6].metrics_json = "{\"x\": 123456789012345678901234567890}"; /* jansson: too big */
+    v[7].metrics_json = "{\"x\": 1e400}";                      /* jansson: overflow */
+    v[8].metrics_json = "{\"x\": 1e-16384, \"blame\": \"task\"}";
+    v[8].verdict = "incorrect";
+    kf_lease l[2 * NV];
+    kf_db *db = store_twice(conninfo, "numbers", l, v, NV);
+    if (!db) return;
+    char sql[512];
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM evaluations WHERE job_id IN (%lld, %lld)"
+             " AND metrics - 'blame' = '{\"x\": 0.0}'::jsonb", (long long)l[0].job_id, (long long)l[8].job_id);
+    CHECK(q1(db, sql) == 2, "numbers: 1e-16384 stored as jansson read it (0.0)");
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM evaluations WHERE job_id = %lld"
+             " AND metrics = '{\"x\": 0.0, \"cv\": 0.01}'::jsonb", (long long)l[1].job_id);
+    CHECK(q1(db, sql) == 1, "numbers: 17,000 digits after the point stored as jansson read them");
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM evaluations WHERE job_id = %lld"
+             " AND metrics->>'x' = '0.0' AND metrics->>'y' = '0.050000000000000003'", (long long)l[2].job_id);
+    CHECK(q1(db, sql) == 1, "numbers: -1E-99999 stored as jansson read it, with the rest as jansson prints it");
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM evaluations WHERE job_id = %lld"
+             " AND metrics->>'s' = '1e-99999 \" 1e99999' AND metrics->>'y' = '0.05'", (long long)l[3].job_id);
+    CHECK(q1(db, sql) == 1, "numbers: a huge exponent inside a string keeps the metrics as sent");
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM evaluations WHERE job_id = %lld"
+             " AND (metrics->>'x')::float8 = 5e-324 AND (metrics->>'y')::float8 = 1.7976931348623157e308",
+             (long long)l[4].job_id);
+    CHECK(q1(db, sql) == 1, "numbers: the smallest and largest doubles kept");
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM evaluations WHERE job_id = %lld"
+             " AND jsonb_typeof(metrics->'a') = 'array'", (long long)l[5].job_id);
+    CHECK(q1(db, sql) == 1, "numbers: 2,000 levels of arrays stored");
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM evaluations WHERE job_id IN (%lld, %lld)"
+             " AND metrics IS NULL", (long long)l[6].job_id, (long long)l[7].job_id);
+    CHECK(q1(db, sql) == 2, "numbers: numbers jansson refuses leave the metrics out");
     kf_db_close(db);
 }
 
@@ -1263,6 +1335,7 @@ int main(void)
     part_floors(c4);
     part_overall(c5);
     part_group_rows(c6);
+    part_group_numbers(c6);
     /* every evaluation carries its job's campaign, target and purpose
      * (schema 009: the coordinator writes them, a trigger fills them for
      * any other writer), and they are the job's */
