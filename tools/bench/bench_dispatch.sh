@@ -36,6 +36,8 @@
 #                          GetJob at a random point of its first lease cycle
 #                          (a fleet out of step; 0: all start at once and
 #                          their results keep arriving in waves)
+#   SLOW_MS=               loadgen --slow-ms: list each reply slower than this
+#                          (stderr "slow CALL UNIX_TIME LATENCY ms")
 #   HEARTBEATS=1           loadgen --heartbeats: heartbeats per lease
 #   COORD_THREADS=         kfarm-coordinator --threads (default: the coordinator's)
 #   COORDS=1               coordinator counts to run, e.g. COORDS="1 2 4" (or 1,2,4):
@@ -158,7 +160,8 @@ run_kfarm() { # N RUN [K coordinators]
   KFARM_DB=$db "$build/tools/bench/loadgen" "${args[@]}" --connect-all "${CONNECT_ALL:-0}" --workers "$n" \
     --duration "$duration" --queue "$queue" --history "${HISTORY:-0}" --piggyback "${PIGGYBACK:-0}" \
     --jobs-per-lease "${JOBS_PER_LEASE:-1}" --batch-results "${BATCH_RESULTS:-0}" \
-    --eval-ms "${EVAL_MS:-0}" --stagger "${STAGGER:-0}" ${HEARTBEATS:+--heartbeats "$HEARTBEATS"} || rc=$?
+    --eval-ms "${EVAL_MS:-0}" --stagger "${STAGGER:-0}" ${HEARTBEATS:+--heartbeats "$HEARTBEATS"} \
+    ${SLOW_MS:+--slow-ms "$SLOW_MS"} || rc=$?
   cpu=0
   for pid in "${pids[@]}"; do
     cpu=$(awk -v t="$clk" -v c="$cpu" '{printf "%.2f", c + ($14 + $15) / t}' "/proc/$pid/stat" 2>/dev/null || echo "$cpu")

@@ -5,7 +5,7 @@
  *           --workers N [--duration S] [--jobs J]
  *           [--queue M] [--history H] [--heartbeats K] [--piggyback 0|1] [--jobs-per-lease L]
  *           [--batch-results 0|1]
- *           [--procs P] [--poll-ms MS] [--eval-ms MS] [--stagger 0|1]
+ *           [--procs P] [--poll-ms MS] [--eval-ms MS] [--stagger 0|1] [--slow-ms MS]
  *           [--timeout-ms MS] [--warmup S|auto] [--warmup-max S]
  *           [--drain-s S] [--prefix NAME] [--task DIR]
  *   (database: $KFARM_DB, the coordinator's; migrated here if needed)
@@ -86,11 +86,15 @@
  *     result_p99_ms=.. result_max_ms=.. no_job=.. errors=.. timeouts=..
  *     loadgen_cpu_s=.. warmup_s=.. ran_dry=0|1 verified=0|1 per_lease=..
  *     batch_results=.. coords=K connect_all=0|1 dup_finals=.. history=H
- *     eval_ms=.. stagger=0|1
+ *     eval_ms=.. stagger=0|1 tcp_retrans=.. tcp_timeouts=.. listen_drops=..
  * jobs/s = results acknowledged OK inside the window / window length (s).
  * loadgen_cpu_s is the driving processes' own CPU time (user + system) in
  * the window, s: on a small machine the load generator competes with the
- * coordinator and PostgreSQL for the same cores.
+ * coordinator and PostgreSQL for the same cores. tcp_retrans, tcp_timeouts
+ * and listen_drops: the machine's TCP counters (all its connections) over
+ * the window: retransmitted segments, retransmission timer expiries (each
+ * >= 200 ms of latency for the request it carried), SYNs dropped on a full
+ * listen queue.
  *
  * Exit status: 0 ok, 1 failure (setup, nothing measured, verification), 2 usage.
  */
@@ -193,6 +197,7 @@ struct lg {
     int per_lease;       /* jobs asked for per GetJob (max_jobs) */
     int batch_results;   /* one Result message for every job of a lease (Result.more) */
     int eval_ms;         /* a job's simulated evaluation: the sim waits 0.5-1.5x this after a lease (0: none) */
+    int slow_ms;         /* > 0: print each reply of the window slower than this (stderr) */
     int stagger;         /* first GetJob at a uniform point of one lease cycle (per_lease x eval_ms) */
     double duration_s, drain_s;
     long job_limit;
@@ -208,6 +213,31 @@ struct lg {
 };
 
 /* Monotonic clock, ns. */
+/* The machine's TCP counters named in want (Linux: /proc/net/snmp "Tcp:"
+ * and /proc/net/netstat "TcpExt:", header line then value line), into
+ * out[i]; -1 where absent. For the window's retransmissions: a segment lost
+ * on loopback (a full backlog) waits for the retransmission timer, at least
+ * 200 ms, which no statement of the coordinator explains. */
+static void tcp_counters(const char *const *want, int n, long *out)
+{
+    for (int i = 0; i < n; i++) out[i] = -1;
+    static const char *const files[2] = { "/proc/net/snmp", "/proc/net/netstat" };
+    for (int f = 0; f < 2; f++) {
+        FILE *fp = fopen(files[f], "r");
+        if (!fp) continue;
+        static char hdr[8192], val[8192];
+        while (fgets(hdr, sizeof(hdr), fp) && fgets(val, sizeof(val), fp)) {
+            char *hs = NULL, *vs = NULL;
+            char *h = strtok_r(hdr, " \n", &hs), *v = strtok_r(val, " \n", &vs);
+            if (!h || !v || (strcmp(h, "Tcp:") && strcmp(h, "TcpExt:"))) continue;
+            while ((h = strtok_r(NULL, " \n", &hs)) && (v = strtok_r(NULL, " \n", &vs)))
+                for (int i = 0; i < n; i++)
+                    if (!strcmp(h, want[i])) out[i] = strtol(v, NULL, 10);
+        }
+        fclose(fp);
+    }
+}
+
 static int64_t now_ns(void)
 {
     struct timespec ts;
@@ -514,6 +544,12 @@ static int on_reply(driver *d, int i, Kfarm__Reply *rep, int x, int64_t lat_ns)
     if (call == C_REGISTER || s->sent_phase == PH_MEASURE) {
         d->count[call][x]++;
         if (x != X_TIMEOUT) samples_add(&d->lat[call], lat_ns);
+        if (g->slow_ms > 0 && call != C_REGISTER && lat_ns > (int64_t)g->slow_ms * 1000000) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            fprintf(stderr, "slow %s %lld.%03ld %.1f ms\n", CALL_NAME[call], (long long)ts.tv_sec,
+                    ts.tv_nsec / 1000000, (double)lat_ns / 1e6);
+        }
     }
     if (call == C_RESULT && x != X_TIMEOUT && !s->warmed) {
         s->warmed = 1;
@@ -1065,6 +1101,8 @@ static void usage(FILE *f)
         "                   result (default 0: the closed loop; N workers offer N/MS jobs per ms)\n"
         "  --stagger 0|1    with --eval-ms: each worker's first GetJob waits a uniform [0, L x MS)\n"
         "                   ms, a fleet out of step (default 0: all at once, results in waves)\n"
+        "  --slow-ms MS     print each reply of the window slower than MS to stderr: \"slow CALL\n"
+        "                   UNIX_TIME LATENCY ms\" (default 0: none), to line spikes up with logs\n"
         "  --warmup S|auto  run this long before the window opens; auto (default): until every\n"
         "                   worker had a Result answered, at most --warmup-max S (default 60)\n"
         "  --min-rounds R   with --warmup auto, the window lasts at least R warm-up lengths\n"
@@ -1135,6 +1173,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--poll-ms") && arg_num(v, 1, 60000, &x) == 0) g->poll_ms = (int)x;
         else if (!strcmp(a, "--eval-ms") && arg_num(v, 0, 3600000, &x) == 0) g->eval_ms = (int)x;
         else if (!strcmp(a, "--stagger") && arg_num(v, 0, 1, &x) == 0) g->stagger = (int)x;
+        else if (!strcmp(a, "--slow-ms") && arg_num(v, 0, 3600000, &x) == 0) g->slow_ms = (int)x;
         else if (!strcmp(a, "--timeout-ms") && arg_num(v, 10, 3600000, &x) == 0) g->timeout_ms = (int)x;
         else if (!strcmp(a, "--drain-s") && arg_num(v, 0, 600, &x) == 0) g->drain_s = x;
         else if (!strcmp(a, "--warmup") && !strcmp(v, "auto")) warmup_s = -1;
@@ -1247,6 +1286,9 @@ int main(int argc, char **argv)
     while (!fatal && atomic_load(&g->phase) == PH_WARMUP && now_ns() < warm_end &&
            (warmup_s >= 0 || atomic_load(&g->warmed) < g->workers))
         usleep(1000);
+    static const char *const tcp_names[3] = { "RetransSegs", "TCPTimeouts", "ListenDrops" };
+    long tcp0[3], tcp1[3];
+    tcp_counters(tcp_names, 3, tcp0);
     int64_t t_start = now_ns();
     double warm_s = (double)(t_start - t_warm) / 1e9;
     int warmed = atomic_load(&g->warmed);
@@ -1260,6 +1302,7 @@ int main(int argc, char **argv)
     while (!fatal && atomic_load(&g->phase) == PH_MEASURE && now_ns() < end) usleep(1000);
     ph = PH_MEASURE;
     if (atomic_compare_exchange_strong(&g->phase, &ph, PH_DRAIN)) atomic_store(&g->t_end_ns, now_ns());
+    tcp_counters(tcp_names, 3, tcp1);
     /* the drain: until every request of the window is answered (their
      * latencies are not cut short), at most --drain-s */
     int64_t t_drain = now_ns(), drain_end = t_drain + (int64_t)(g->drain_s * 1e9);
@@ -1359,12 +1402,14 @@ int main(int argc, char **argv)
            "getjob_max_ms=%.2f hb_p50_ms=%.2f hb_p99_ms=%.2f result_p50_ms=%.2f "
            "result_p99_ms=%.2f result_max_ms=%.2f no_job=%ld errors=%ld timeouts=%ld "
            "loadgen_cpu_s=%.2f warmup_s=%.2f ran_dry=%d verified=%d per_lease=%d batch_results=%d "
-           "coords=%d connect_all=%d dup_finals=%ld history=%ld eval_ms=%d stagger=%d\n",
+           "coords=%d connect_all=%d dup_finals=%ld history=%ld eval_ms=%d stagger=%d "
+           "tcp_retrans=%ld tcp_timeouts=%ld listen_drops=%ld\n",
            g->workers, procs, secs, ok, rate, p50[C_REGISTER], p99[C_REGISTER], p50[C_GETJOB],
            p99[C_GETJOB], mx[C_GETJOB], p50[C_HEARTBEAT], p99[C_HEARTBEAT], p50[C_RESULT],
            p99[C_RESULT], mx[C_RESULT], no_job, errors, timeouts, lg_cpu, warm_s,
            atomic_load(&g->ran_dry), verified, g->per_lease, g->batch_results, g->naddr, g->connect_all,
-           dup, queue > 0 ? history : 0, g->eval_ms, g->stagger);
+           dup, queue > 0 ? history : 0, g->eval_ms, g->stagger, tcp1[0] - tcp0[0], tcp1[1] - tcp0[1],
+           tcp1[2] - tcp0[2]);
     for (int c = 0; c < C_N; c++) free(all[c].v);
     free(g->keys);
     if (fatal || ok == 0 || !verified) return 1;
