@@ -36,6 +36,9 @@
 #                          GetJob at a random point of its first lease cycle
 #                          (a fleet out of step; 0: all start at once and
 #                          their results keep arriving in waves)
+#   SETTLE=1               loadgen --settle: VACUUM, CHECKPOINT and sync after
+#                          the setup, before the workers start (0: the setup's
+#                          autovacuum and writeback may land in the window)
 #   SLOW_MS=               loadgen --slow-ms: list each reply slower than this
 #                          (stderr "slow CALL UNIX_TIME LATENCY ms")
 #   HEARTBEATS=1           loadgen --heartbeats: heartbeats per lease
@@ -161,7 +164,7 @@ run_kfarm() { # N RUN [K coordinators]
     --duration "$duration" --queue "$queue" --history "${HISTORY:-0}" --piggyback "${PIGGYBACK:-0}" \
     --jobs-per-lease "${JOBS_PER_LEASE:-1}" --batch-results "${BATCH_RESULTS:-0}" \
     --eval-ms "${EVAL_MS:-0}" --stagger "${STAGGER:-0}" ${HEARTBEATS:+--heartbeats "$HEARTBEATS"} \
-    ${SLOW_MS:+--slow-ms "$SLOW_MS"} || rc=$?
+    ${SLOW_MS:+--slow-ms "$SLOW_MS"} --settle "${SETTLE:-1}" || rc=$?
   cpu=0
   for pid in "${pids[@]}"; do
     cpu=$(awk -v t="$clk" -v c="$cpu" '{printf "%.2f", c + ($14 + $15) / t}' "/proc/$pid/stat" 2>/dev/null || echo "$cpu")
@@ -177,7 +180,7 @@ run_graphile() { # N RUN [--batched]
   shift 2
   tools/devdb createdb "gwd_${n}_$r" >/dev/null 2>&1
   (cd tools/bench/graphile && PGDATABASE="gwd_${n}_$r" node bench.js --workers "$n" --queue "$gqueue" \
-    --duration "$duration" "$@" 2> >(grep -v "smaller than concurrency" >&2)) || rc=$?
+    --duration "$duration" --settle "${SETTLE:-1}" "$@" 2> >(grep -v "smaller than concurrency" >&2)) || rc=$?
   tools/devdb dropdb "gwd_${n}_$r" >/dev/null 2>&1 || true
   return $rc
 }

@@ -6,6 +6,7 @@
  *           [--queue M] [--history H] [--heartbeats K] [--piggyback 0|1] [--jobs-per-lease L]
  *           [--batch-results 0|1]
  *           [--procs P] [--poll-ms MS] [--eval-ms MS] [--stagger 0|1] [--slow-ms MS]
+ *           [--settle 0|1]
  *           [--timeout-ms MS] [--warmup S|auto] [--warmup-max S]
  *           [--drain-s S] [--prefix NAME] [--task DIR]
  *   (database: $KFARM_DB, the coordinator's; migrated here if needed)
@@ -1101,6 +1102,9 @@ static void usage(FILE *f)
         "                   result (default 0: the closed loop; N workers offer N/MS jobs per ms)\n"
         "  --stagger 0|1    with --eval-ms: each worker's first GetJob waits a uniform [0, L x MS)\n"
         "                   ms, a fleet out of step (default 0: all at once, results in waves)\n"
+        "  --settle 0|1     after the setup, VACUUM, CHECKPOINT and sync(2) before the workers\n"
+        "                   start, so that the setup's autovacuum and writeback do not land in the\n"
+        "                   window (default 1)\n"
         "  --slow-ms MS     print each reply of the window slower than MS to stderr: \"slow CALL\n"
         "                   UNIX_TIME LATENCY ms\" (default 0: none), to line spikes up with logs\n"
         "  --warmup S|auto  run this long before the window opens; auto (default): until every\n"
@@ -1140,6 +1144,7 @@ int main(int argc, char **argv)
     long queue = 20000, history = 0;
     int procs = 0;
     double warmup_s = -1, warmup_max_s = 60, min_rounds = 2;
+    int settle = 1;
     snprintf(g->prefix, sizeof(g->prefix), "lg%lx-%d", (unsigned long)time(NULL), (int)getpid());
     char task_buf[4096];
     const char *src = getenv("KFARM_SRC");
@@ -1174,6 +1179,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--eval-ms") && arg_num(v, 0, 3600000, &x) == 0) g->eval_ms = (int)x;
         else if (!strcmp(a, "--stagger") && arg_num(v, 0, 1, &x) == 0) g->stagger = (int)x;
         else if (!strcmp(a, "--slow-ms") && arg_num(v, 0, 3600000, &x) == 0) g->slow_ms = (int)x;
+        else if (!strcmp(a, "--settle") && arg_num(v, 0, 1, &x) == 0) settle = (int)x;
         else if (!strcmp(a, "--timeout-ms") && arg_num(v, 10, 3600000, &x) == 0) g->timeout_ms = (int)x;
         else if (!strcmp(a, "--drain-s") && arg_num(v, 0, 600, &x) == 0) g->drain_s = x;
         else if (!strcmp(a, "--warmup") && !strcmp(v, "auto")) warmup_s = -1;
@@ -1237,6 +1243,22 @@ int main(int argc, char **argv)
     double t2 = (double)now_ns() / 1e9;
     printf("loadgen: %ld finished and %ld queued jobs written in %.2f s (campaign %s), %d workers enrolled in %.2f s\n",
            queue > 0 ? history : 0, queue, t1 - t0, queue > 0 ? cname : "-", g->workers, t2 - t1);
+    if (settle) {
+        /* The setup dirtied hundreds of MB of pages that the kernel writes
+         * back ~30 s later (vm.dirty_expire_centisecs), inside the window: a
+         * WAL flush queued behind that writeback took 130-190 ms and every
+         * commit waited (docs/benchmarks.md, 2026-12-07). A fleet's steady
+         * state has no such burst: write it out before the window opens. */
+        /* The same for the autovacuum its 250,000 inserted rows call for
+         * (jobs' 7 indexes: ~2 s of a core) that began ~20 s later, inside
+         * the window; the fleet's own updates still call for theirs. */
+        int vac = kf_db_cmd(db, "VACUUM (ANALYZE) jobs, candidates, workers, worker_credentials", 0, NULL,
+                            err, sizeof(err));
+        int ck = kf_db_cmd(db, "CHECKPOINT", 0, NULL, err, sizeof(err));
+        sync();
+        printf("loadgen: setup written out (%s, %s, sync) in %.2f s\n", vac < 0 ? "no VACUUM" : "VACUUM",
+               ck < 0 ? "no CHECKPOINT: not allowed" : "CHECKPOINT", (double)now_ns() / 1e9 - t2);
+    }
     fflush(stdout);
 
     /* the driving processes (no nanomsg socket exists before the fork) */

@@ -4,7 +4,7 @@
 // Node, on the same PostgreSQL, as the anchor for loadgen's numbers.
 //
 //   node bench.js --workers N [--queue M] [--duration S] [--batched]
-//                 [--local-queue K] [--complete-delay MS] [--pool P]
+//                 [--local-queue K] [--complete-delay MS] [--pool P] [--settle 0|1]
 //
 // Database: the libpq environment (PGHOST = the socket folder, PGPORT,
 // PGUSER, PGDATABASE), read by node-postgres; use a fresh database per run
@@ -46,7 +46,7 @@ const { run, runMigrations, makeWorkerUtils } = require("graphile-worker");
 const { Pool } = require("pg");
 
 function parseArgs(argv) {
-  const o = { workers: 0, queue: 20000, duration: 15, batched: false, localQueue: 0, completeDelay: 0, pool: 0 };
+  const o = { workers: 0, queue: 20000, duration: 15, batched: false, localQueue: 0, completeDelay: 0, pool: 0, settle: 1 };
   for (let i = 2; i < argv.length; i++) {
     const a = argv[i];
     const num = () => {
@@ -61,6 +61,7 @@ function parseArgs(argv) {
     else if (a === "--local-queue") o.localQueue = num();
     else if (a === "--complete-delay") o.completeDelay = num();
     else if (a === "--pool") o.pool = num();
+    else if (a === "--settle") o.settle = num();
     else throw new Error(`unknown option ${a}`);
   }
   if (!(o.workers >= 1)) throw new Error("--workers N is required");
@@ -95,6 +96,13 @@ async function main() {
   }
   await utils.release();
   const setupS = Number(process.hrtime.bigint() - t0) / 1e9;
+  // as loadgen --settle: the setup's autovacuum and writeback before the
+  // window, not in it
+  if (o.settle) {
+    await pgPool.query("VACUUM (ANALYZE)");
+    await pgPool.query("CHECKPOINT").catch(() => {});
+    require("child_process").execFileSync("sync");
+  }
 
   // 2. run
   let done = 0, inWindow = 0, tStart = 0n, tEnd = 0n, ranDry = false;
