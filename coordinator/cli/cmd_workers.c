@@ -18,8 +18,9 @@ static void usage(FILE *f)
                "       (kfarm workers release|quarantine NAME work too)\n\n"
                "Lists registered workers: routing classes, state (ok, offline: not heard\n"
                "from in %d s, quarantined with the reason), last contact, clock skew,\n"
-               "jobs done, consecutive infra_errors, verifications agreed / disputed with\n"
-               "other workers. --wide adds host, backend, devices.\n",
+               "jobs done, consecutive infra_errors; a worker disputed by other workers more\n"
+               "often than they agreed is named below the table. --wide adds verifications\n"
+               "agreed / disputed, host, backend, devices.\n",
             KF_QUEUE_OFFLINE_S);
 }
 
@@ -79,9 +80,9 @@ int kf_cli_cmd_workers(int argc, char **argv)
         printf("no workers have registered yet\n");
     } else {
         static const char *const hdr[] = { "NAME", "CLASSES", "STATE", "SEEN", "SKEW", "JOBS",
-                                           "INFRA", "AGREE/DISPUTE", "LEASED", "HOST", "BACKEND",
+                                           "INFRA", "LEASED", "AGREE/DISPUTE", "HOST", "BACKEND",
                                            "DEVICES" };
-        int nc = kf_cli_wide ? 12 : 9;
+        int nc = kf_cli_wide ? 12 : 8;
         kf_cli_table t;
         kf_cli_table_init(&t, nc, hdr);
         t.right[3] = t.right[4] = t.right[5] = t.right[6] = t.right[7] = t.right[8] = 1;
@@ -95,8 +96,8 @@ int kf_cli_cmd_workers(int argc, char **argv)
             else snprintf(skew, sizeof(skew), "%+.1fs", (double)kf_db_i64(r, i, 4, 0) / 1000.0);
             snprintf(verif, sizeof(verif), "%s/%s", PQgetvalue(r, i, 13), PQgetvalue(r, i, 14));
             const char *row[12] = { PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2),
-                                    seen, skew, PQgetvalue(r, i, 5), PQgetvalue(r, i, 6), verif,
-                                    PQgetvalue(r, i, 7), kf_db_str(r, i, 9), kf_db_str(r, i, 10),
+                                    seen, skew, PQgetvalue(r, i, 5), PQgetvalue(r, i, 6),
+                                    PQgetvalue(r, i, 7), verif, kf_db_str(r, i, 9), kf_db_str(r, i, 10),
                                     kf_db_str(r, i, 11) };
             kf_cli_table_row(&t, row);
         }
