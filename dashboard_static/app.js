@@ -819,6 +819,11 @@
         { name: "ok", num: true, get: function (w) { return w.evaluations ? w.ok / w.evaluations : null; }, show: function (w) { return w.evaluations ? pct(w.ok / w.evaluations) : "-"; } },
         { name: "failed", num: true, get: function (w) { return w.evaluations ? 1 - w.ok / w.evaluations : null; }, show: function (w) { return w.evaluations ? pct(1 - w.ok / w.evaluations) : "-"; } },
         { name: "infra errors", num: true, get: function (w) { return w.infra; }, show: function (w) { return w.infra + " (" + w.infra_errors + " in a row)"; } },
+        { name: "verifications", num: true, get: function (w) { return (w.disputes || 0) - (w.agreements || 0); },
+          show: function (w) {
+            return (w.agreements || 0) + " agreed / " + (w.disputes || 0) + " disputed" +
+              ((w.dispute_peers || []).length ? " (with " + w.dispute_peers.join(", ") + ")" : "");
+          } },
         { name: "leased", num: true, get: function (w) { return w.leased; } },
         { name: "driver / toolkit", get: function (w) { return (w.driver_version || "-") + " / " + (w.toolkit_version || "-"); } }
       ], ws, { sort: 0 }) : muted("No workers registered.")];
