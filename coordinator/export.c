@@ -309,7 +309,7 @@ static const char WORKERS_SQL[] =
     " 'quarantine_reason', COALESCE(to_jsonb(w)->'quarantine_reason', to_jsonb(w)->'quarantined_reason',"
     "     to_jsonb(w)->'reason'),"
     " 'infra_errors', w.infra_errors, 'jobs_done', w.jobs_done,"
-    " 'agreements', w.agreements, 'disputes', w.disputes, 'dispute_peers', w.dispute_peers,"
+    " 'agreements', w.agreements, 'disputes', w.disputes, 'disputed_by', w.dispute_counts,"
     " 'evaluations', COALESCE(ev.n, 0), 'ok', COALESCE(ev.ok, 0), 'infra', COALESCE(ev.infra, 0),"
     " 'last_hour', COALESCE(ev.last_hour, 0), 'verdicts', ev.verdicts,"
     " 'leased', (SELECT count(*) FROM jobs j WHERE j.worker_id = w.id AND j.state = 'leased'))"

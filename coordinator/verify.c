@@ -62,11 +62,20 @@ int kf_verify_consider(kf_db *db, const char *campaign_id, const char *target, d
     return 0;
 }
 
+/* A metrics value V (jsonb) as a CV for the noise allowance: a number
+ * clamped to [0, 1e6] (below 1e-300: 0; a float8 cast of 1e-330 fails
+ * "out of range"), NULL for anything else ("abc", true, {}). The metrics are
+ * the worker's: a cast that could fail would let a liar fail the
+ * verification of its own result, and with it the result's storage. */
+#define CV_OF(V)                                                                          \
+    "(CASE WHEN jsonb_typeof(" V ") = 'number' THEN (CASE WHEN (" V ")::numeric < 1e-300"   \
+    " THEN 0 ELSE LEAST((" V ")::numeric, 1e6) END)::float8 END)"
+
 /* Largest CV of any benchmark shape on either side of an evaluation's
  * metrics, as SQL over evaluation alias A. */
 #define CV_SQL(A)                                                                              \
-    "COALESCE((SELECT max(GREATEST((s->'candidate'->>'cv')::float8,"                          \
-    "                              (s->'baseline'->>'cv')::float8))"                          \
+    "COALESCE((SELECT max(GREATEST(" CV_OF("s->'candidate'->'cv'") ","                        \
+    "                              " CV_OF("s->'baseline'->'cv'") "))"                         \
     "          FROM jsonb_array_elements(CASE WHEN jsonb_typeof(" A ".metrics->'timing'->'shapes')" \
     "            = 'array' THEN " A ".metrics->'timing'->'shapes' ELSE '[]' END) s), 0)"
 
@@ -94,6 +103,9 @@ int kf_verify_conclude(kf_db *db, const kf_queue_config *cfg, const char *orig_e
     snprintf(vid, sizeof(vid), "%s", PQgetvalue(r, 0, 3));
     snprintf(verdict, sizeof(verdict), "%s", PQgetvalue(r, 0, 4));
     snprintf(w2, sizeof(w2), "%s", PQgetvalue(r, 0, 7));
+    /* an evaluation without a worker (not the coordinator's: it always
+     * names one) is no one's reputation */
+    int anon = PQgetisnull(r, 0, 2) || PQgetisnull(r, 0, 7);
     PQclear(r);
 
     const char *state;
@@ -135,39 +147,47 @@ int kf_verify_conclude(kf_db *db, const kf_queue_config *cfg, const char *orig_e
         return -1;
     kf_log("evaluation %s %s", orig_eval_id, detail);
     /* a worker re-timed alone says nothing about its honesty */
-    if (state[0] == 'i' || same) return 0; /* inconclusive */
+    if (state[0] == 'i' || same || anon) return 0; /* inconclusive */
     int agree = state[0] == 'c';
-    char qd[16], qp[16];
+    char qd[16], qo[16];
     snprintf(qd, sizeof(qd), "%d", KF_VERIFY_QUARANTINE_DISPUTES);
-    snprintf(qp, sizeof(qp), "%d", KF_VERIFY_QUARANTINE_PEERS);
-    const char *pw[5] = { w1, w2, agree ? "true" : "false", qd, qp };
-    /* Both rows at once, each with the other as its peer. The quarantine
-     * test counts the distinct peers that disputed the worker, this dispute
-     * included (schema/013_dispute_peers.sql, verify.h). */
-#define KF_VERIFY_QUARANTINE_SQL                                                     \
-    "(NOT $3::boolean AND w.disputes + 1 >= $4::int AND w.disputes + 1 > w.agreements" \
-    " AND cardinality(w.dispute_peers) + (p.peer <> ALL(w.dispute_peers))::int >= $5::int)"
+    snprintf(qo, sizeof(qo), "%d", KF_VERIFY_QUARANTINE_OTHERS);
+    const char *pw[3] = { w1, w2, agree ? "true" : "false" };
+    /* Both rows at once, each with the other as its peer: the counts, and
+     * per peer how often it disputed this worker (schema/013_dispute_peers.sql;
+     * a 33rd peer is not added) */
+    if (kf_db_cmd(db,
+            "UPDATE workers w SET agreements = w.agreements + CASE WHEN $3::boolean THEN 1 ELSE 0 END,"
+            "  disputes = w.disputes + CASE WHEN $3::boolean THEN 0 ELSE 1 END,"
+            "  dispute_counts = CASE WHEN NOT $3::boolean AND (w.dispute_counts ? p.peer"
+            "      OR (SELECT count(*) FROM jsonb_object_keys(w.dispute_counts)) < 32)"
+            "    THEN jsonb_set(w.dispute_counts, ARRAY[p.peer],"
+            "                   to_jsonb(COALESCE((w.dispute_counts->>p.peer)::int, 0) + 1))"
+            "    ELSE w.dispute_counts END"
+            " FROM (VALUES ($1, $2), ($2, $1)) AS p(me, peer) WHERE w.id = p.me",
+            3, pw, err, errlen) < 0)
+        return -1;
+    if (agree) return 0;
+    /* The quarantine (verify.h): enough disputes, more than agreements, and
+     * at least KF_VERIFY_QUARANTINE_OTHERS of them from others than its most
+     * frequent accuser */
+    const char *pq[4] = { w1, w2, qd, qo };
     r = kf_db_exec(db,
-        "UPDATE workers w SET agreements = w.agreements + CASE WHEN $3::boolean THEN 1 ELSE 0 END,"
-        "  disputes = w.disputes + CASE WHEN $3::boolean THEN 0 ELSE 1 END,"
-        "  dispute_peers = CASE WHEN NOT $3::boolean AND p.peer <> ALL(w.dispute_peers)"
-        "                        AND cardinality(w.dispute_peers) < 32"
-        "    THEN w.dispute_peers || p.peer ELSE w.dispute_peers END,"
-        "  quarantine_reason = CASE WHEN NOT w.quarantined AND " KF_VERIFY_QUARANTINE_SQL
-        "    THEN format('%s verification disputes with %s other workers (%s agreements): its"
-        " results disagree with theirs beyond the noise', w.disputes + 1,"
-        " cardinality(w.dispute_peers) + (p.peer <> ALL(w.dispute_peers))::int, w.agreements)"
-        "    ELSE w.quarantine_reason END,"
-        "  quarantined = w.quarantined OR " KF_VERIFY_QUARANTINE_SQL
-        " FROM (VALUES ($1, $2), ($2, $1)) AS p(me, peer)"
-        " WHERE w.id = p.me RETURNING w.id, w.quarantined, w.disputes, cardinality(w.dispute_peers)",
-        5, pw, err, errlen);
-#undef KF_VERIFY_QUARANTINE_SQL
+        "UPDATE workers w SET quarantined = true,"
+        "  quarantine_reason = format('%s verification disputes with %s other workers (%s agreements):"
+        " its results disagree with theirs beyond the noise', w.disputes, c.np, w.agreements)"
+        " FROM (SELECT x.id, (SELECT count(*) FROM jsonb_each_text(x.dispute_counts)) AS np,"
+        "         (SELECT COALESCE(sum(v::int) - max(v::int), 0) FROM jsonb_each_text(x.dispute_counts) e(k, v))"
+        "           AS others"
+        "       FROM workers x WHERE x.id IN ($1, $2)) c"
+        " WHERE w.id = c.id AND NOT w.quarantined AND w.disputes >= $3::int AND w.disputes > w.agreements"
+        "   AND c.others >= $4::int"
+        " RETURNING w.id, w.disputes, c.np",
+        4, pq, err, errlen);
     if (!r) return -1;
     for (int i = 0; i < PQntuples(r); i++)
-        if (!agree && !strcmp(PQgetvalue(r, i, 1), "t"))
-            kf_log("worker %s quarantined: %s verification disputes with %s other workers",
-                   PQgetvalue(r, i, 0), PQgetvalue(r, i, 2), PQgetvalue(r, i, 3));
+        kf_log("worker %s quarantined: %s verification disputes with %s other workers",
+               PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2));
     PQclear(r);
     return 0;
 }

@@ -22,14 +22,18 @@
  * by claiming a noisy run, the larger when one worker re-timed itself.) A
  * dispute between two workers adds one to both workers' `disputes`, an
  * agreement to both `agreements` (a worker re-timed alone changes neither); a
- * worker whose disputes reach KF_VERIFY_QUARANTINE_DISPUTES, outnumber its
- * agreements and came from at least KF_VERIFY_QUARANTINE_PEERS distinct
- * other workers is quarantined. A dispute says that two workers disagree,
- * not which one is wrong: two workers that only contradict each other (two
- * honest ones timing on a loaded host, or one liar and the only honest
- * peer) both stay in service, their disputed results never named best,
- * while the odd one out among three or more is caught
- * (schema/013_dispute_peers.sql). After every conclusion the next would-be
+ * worker is quarantined when its disputes reach KF_VERIFY_QUARANTINE_DISPUTES,
+ * outnumber its agreements, and at least KF_VERIFY_QUARANTINE_OTHERS of them
+ * came from others than the worker that disputed it most (per-peer counts
+ * in workers.dispute_counts, schema/013_dispute_peers.sql). A dispute says
+ * that two workers disagree, not which one is wrong: two workers that only
+ * contradict each other (two honest ones timing on a loaded host, or one
+ * liar and the only honest peer) both stay in service, their disputed
+ * results never named best; one liar accusing an honest worker again and
+ * again, plus one dispute from timing noise, cannot quarantine it; the odd
+ * one out among three or more is caught once its disputes beyond those of
+ * its most frequent accuser reach two (two each from two workers, or one
+ * each from three). After every conclusion the next would-be
  * best is considered, so a disputed winner hands the title down.
  * A confirmed result's speedup interval widens to cover the verification's
  * (noise.h). State lives in evaluations.confirmation (schema/003_trust.sql).
@@ -42,7 +46,7 @@
 #include "queue.h"
 
 #define KF_VERIFY_QUARANTINE_DISPUTES 3
-#define KF_VERIFY_QUARANTINE_PEERS 2
+#define KF_VERIFY_QUARANTINE_OTHERS 2
 
 /* Inside the caller's transaction: if the best unverified `ok` result of
  * (campaign, target) would become the best there, mark it pending and queue

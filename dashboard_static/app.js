@@ -822,7 +822,8 @@
         { name: "verifications", num: true, get: function (w) { return (w.disputes || 0) - (w.agreements || 0); },
           show: function (w) {
             return (w.agreements || 0) + " agreed / " + (w.disputes || 0) + " disputed" +
-              ((w.dispute_peers || []).length ? " (with " + w.dispute_peers.join(", ") + ")" : "");
+              (w.disputed_by && Object.keys(w.disputed_by).length ? " (by " + Object.keys(w.disputed_by).sort().map(function (k) {
+                return k + " \u00d7" + w.disputed_by[k]; }).join(", ") + ")" : "");
           } },
         { name: "leased", num: true, get: function (w) { return w.leased; } },
         { name: "driver / toolkit", get: function (w) { return (w.driver_version || "-") + " / " + (w.toolkit_version || "-"); } }

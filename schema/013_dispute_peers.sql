@@ -10,23 +10,28 @@
 -- left with no worker, and a fleet of two with one liar would have lost
 -- the honest one too.
 --
--- Now each worker keeps the names of the workers it was disputed with
--- (dispute_peers, distinct, at most 32 kept), and the quarantine rule of
--- coordinator/verify.c also asks that at least two distinct peers
--- disputed it: the odd one out of three is caught, while two workers that
--- only contradict each other stay in service, their disputed results
--- never named best, and `kfarm workers` shows the disputes.
-ALTER TABLE workers ADD COLUMN dispute_peers text[] NOT NULL DEFAULT '{}';
--- The peers of disputes recorded before this migration, from the disputed
+-- Now each worker keeps how often each other worker disputed it
+-- (dispute_counts: {"peer": n}; a 33rd peer is not added), and the quarantine
+-- rule of coordinator/verify.c also asks that at least two of its disputes
+-- came from others than its most frequent accuser: the odd one out of
+-- three is caught, while two workers that only contradict each other stay
+-- in service (their disputed results never named best, `kfarm workers`
+-- shows the disputes), and one liar plus one dispute from timing noise
+-- cannot quarantine an honest worker.
+ALTER TABLE workers ADD COLUMN dispute_counts jsonb NOT NULL DEFAULT '{}';
+
+-- The disputes recorded before this migration, from the disputed
 -- evaluations (original worker, verifier), one scan at migration time.
-UPDATE workers w SET dispute_peers = p.peers
-FROM (SELECT me, array_agg(DISTINCT peer ORDER BY peer) AS peers
-      FROM (SELECT worker_id AS me, confirmed_by_worker AS peer FROM evaluations
-            WHERE confirmation = 'disputed' AND worker_id IS NOT NULL
-              AND confirmed_by_worker IS NOT NULL AND worker_id <> confirmed_by_worker
-            UNION ALL
-            SELECT confirmed_by_worker, worker_id FROM evaluations
-            WHERE confirmation = 'disputed' AND worker_id IS NOT NULL
-              AND confirmed_by_worker IS NOT NULL AND worker_id <> confirmed_by_worker) d
+UPDATE workers w SET dispute_counts = p.counts
+FROM (SELECT me, jsonb_object_agg(peer, n) AS counts
+      FROM (SELECT me, peer, count(*) AS n
+            FROM (SELECT worker_id AS me, confirmed_by_worker AS peer FROM evaluations
+                  WHERE confirmation = 'disputed' AND worker_id IS NOT NULL
+                    AND confirmed_by_worker IS NOT NULL AND worker_id <> confirmed_by_worker
+                  UNION ALL
+                  SELECT confirmed_by_worker, worker_id FROM evaluations
+                  WHERE confirmation = 'disputed' AND worker_id IS NOT NULL
+                    AND confirmed_by_worker IS NOT NULL AND worker_id <> confirmed_by_worker) d
+            GROUP BY me, peer ORDER BY me, count(*) DESC LIMIT ALL) c
       GROUP BY me) p
 WHERE w.id = p.me;

@@ -70,7 +70,9 @@ int kf_cli_cmd_workers(int argc, char **argv)
         " w.quarantine_reason, w.hostname AS host, w.backend,"
         " (SELECT string_agg(d->>'name', ', ') FROM jsonb_array_elements(w.devices) d) AS devices,"
         " to_char(w.last_seen, 'YYYY-MM-DD HH24:MI:SS') AS last_seen,"
-        " w.agreements, w.disputes, array_to_string(w.dispute_peers, ', ') AS dispute_peers"
+        " w.agreements, w.disputes,"
+        " (SELECT string_agg(k || ' x' || v, ', ' ORDER BY v::int DESC, k)"
+        "  FROM jsonb_each_text(w.dispute_counts) e(k, v)) AS disputed_by"
         " FROM workers w ORDER BY w.id", 1, p, err, sizeof(err));
     if (!r) {
         rc = kf_cli_fail("%s", err);
@@ -109,14 +111,13 @@ int kf_cli_cmd_workers(int argc, char **argv)
                        kf_db_str(r, i, 8) ? kf_db_str(r, i, 8) : "no reason recorded",
                        PQgetvalue(r, i, 0));
             else if (kf_db_i64(r, i, 14, 0) > kf_db_i64(r, i, 13, 0))
-                /* disputed more than agreed, not (yet) quarantined: by one
-                 * peer only, which of the two is wrong needs a third
-                 * worker (verify.h) */
-                printf("%s: %s verification disputes, %s agreements (disputed with %s): results"
-                       " disagree beyond the noise; %d disputes from %d workers quarantine, a third"
-                       " worker of the same target tells which one is wrong\n",
+                /* disputed more than agreed, not (yet) quarantined: which
+                 * side is wrong needs other workers' disputes (verify.h) */
+                printf("%s: %s verification disputes, %s agreements (disputed by %s): results"
+                       " disagree beyond the noise; quarantined once %d of them come from others than"
+                       " its most frequent accuser\n",
                        PQgetvalue(r, i, 0), PQgetvalue(r, i, 14), PQgetvalue(r, i, 13),
-                       PQgetvalue(r, i, 15), KF_VERIFY_QUARANTINE_DISPUTES, KF_VERIFY_QUARANTINE_PEERS);
+                       kf_db_str(r, i, 15) ? kf_db_str(r, i, 15) : "-", KF_VERIFY_QUARANTINE_OTHERS);
     }
     if (r) PQclear(r);
     kf_db_close(db);

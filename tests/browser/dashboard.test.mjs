@@ -183,7 +183,7 @@ for (const c of X.campaigns) {
   eq('fleet: quarantined', await cardText(p, 'quarantined'), String(X.fleet.quarantined));
   eq('fleet: one row per worker', await text(p, '#workers .dt-info'), `${X.fleet.online + X.fleet.offline + X.fleet.quarantined} rows`);
   const w1 = await text(p, '#workers tr:has(td:text-is("synth-w1"))');
-  check('fleet: a worker\'s verifications and who disputed it', w1.includes('1 agreed / 2 disputed (with synth-w2)'), w1);
+  check('fleet: a worker\'s verifications and who disputed it', w1.includes('1 agreed / 2 disputed (by synth-w2 \u00d72)'), w1);
   await p.close();
 }
 

@@ -22,7 +22,7 @@ VALUES ('synth-w1', 'host-a', 'cpu', '{cpu}', '[{"name": "Synthetic CPU"}]', now
        ('synth-w3', 'host-c', 'cuda', '{sm_90}', '[{"name": "Synthetic H200", "arch": "sm_90"}]', now() - interval '2 hours', true, 3, 0)
 ON CONFLICT (id) DO NOTHING;
 -- synth-w1's verifications were disputed by one peer (schema 013)
-UPDATE workers SET agreements = 1, disputes = 2, dispute_peers = '{synth-w2}' WHERE id = 'synth-w1';
+UPDATE workers SET agreements = 1, disputes = 2, dispute_counts = '{"synth-w2": 2}' WHERE id = 'synth-w1';
 -- proposals: one per 25 candidate slots; every other one failed (no code)
 INSERT INTO proposals (campaign_id, kind, round, slot, state, model, temperature, finish_reason, reason,
                        prompt_tokens, completion_tokens, attempts, latency_s, prompt, reply, created_at)

@@ -41,24 +41,28 @@ static void expire_all(kf_db *db)
 /* One verification concluded between worker `orig` (its result: speedup
  * so) and worker `ver` (its verdict and speedup sv), stored as two final
  * evaluations of made-up jobs (evaluations have no foreign keys, schema 012)
- * and judged by kf_verify_conclude. n numbers the pair. 1 on success. */
+ * and judged by kf_verify_conclude. metrics: both evaluations' (SQL text,
+ * no quotes inside) or NULL. n numbers the pair. 1 on success. */
 static int verify_pair(kf_db *db, const kf_queue_config *qc, int n, const char *orig, double so,
-                       const char *ver, const char *verdict, double sv)
+                       const char *ver, const char *verdict, double sv, const char *metrics)
 {
     char sql[1024], err[512], oid[32], vjob[32];
     snprintf(sql, sizeof(sql),
              "INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, verdict, speedup,"
-             " is_final) VALUES (%d, 1, 1, '%s', 'ok', %g, true) RETURNING id", 800000 + 2 * n, orig, so);
+             " is_final, metrics) VALUES (%d, 1, 1, '%s', 'ok', %g, true, %s%s%s) RETURNING id",
+             800000 + 2 * n, orig, so, metrics ? "'" : "", metrics ? metrics : "NULL", metrics ? "'" : "");
     snprintf(oid, sizeof(oid), "%lld", q1(db, sql));
     snprintf(sql, sizeof(sql),
              "INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, verdict, speedup,"
-             " is_final) VALUES (%d, 1, 1, '%s', '%s', %g, true) RETURNING id",
-             800001 + 2 * n, ver, verdict, sv);
+             " is_final, metrics) VALUES (%d, 1, 1, '%s', '%s', %g, true, %s%s%s) RETURNING id",
+             800001 + 2 * n, ver, verdict, sv, metrics ? "'" : "", metrics ? metrics : "NULL",
+             metrics ? "'" : "");
     q1(db, sql);
     snprintf(vjob, sizeof(vjob), "%d", 800001 + 2 * n);
     if (kf_db_begin(db, err, sizeof(err)) < 0 || kf_verify_conclude(db, qc, oid, vjob, err, sizeof(err)) < 0 ||
         kf_db_commit(db, err, sizeof(err)) < 0) {
         fprintf(stderr, "verify_pair %d: %s\n", n, err);
+        kf_db_rollback(db);
         return 0;
     }
     return 1;
@@ -346,46 +350,79 @@ int main(void)
     CHECK(q1(db, sql) == 1, "sanitized row");
 
     /* ---- verification disputes: only a worker that several peers
-     * contradict is quarantined (schema/013_dispute_peers.sql) ---- */
-    exec_ok(db, "INSERT INTO workers (id) VALUES ('vA'), ('vB'), ('vL'), ('vP'), ('vQ'), ('vM'), ('vR'), ('vS')");
+     * contradict is quarantined (schema/013_dispute_peers.sql, verify.h) ---- */
+    exec_ok(db, "INSERT INTO workers (id) VALUES ('vA'), ('vB'), ('vL'), ('vP'), ('vQ'), ('vM'), ('vR'), ('vS'),"
+                " ('vX'), ('vY'), ('vH'), ('vN'), ('vK')");
     int vn = 0;
     /* two workers that only contradict each other, by timing or by verdict:
      * neither can be told the liar, both stay in service */
     for (int i = 0; i < 5; i++)
         CHECK(verify_pair(db, &qc, vn++, i % 2 ? "vA" : "vB", 3.0, i % 2 ? "vB" : "vA",
-                          i < 3 ? "ok" : "incorrect", 1.0), "pair %d", i);
+                          i < 3 ? "ok" : "incorrect", 1.0, NULL), "pair %d", i);
     CHECK(q1(db, "SELECT count(*) FROM workers WHERE id IN ('vA', 'vB') AND NOT quarantined AND disputes = 5 "
-                 "AND dispute_peers = ARRAY[CASE id WHEN 'vA' THEN 'vB' ELSE 'vA' END]") == 2,
+                 "AND dispute_counts = jsonb_build_object(CASE id WHEN 'vA' THEN 'vB' ELSE 'vA' END, 5)") == 2,
           "two workers disputing only each other were quarantined or miscounted");
     CHECK(q1(db, "SELECT count(*) FROM evaluations WHERE worker_id IN ('vA', 'vB') AND confirmation = 'disputed'") == 5,
           "their results are disputed all the same");
-    /* a liar among three: three disputes with one honest peer keep it in
-     * service, the first with a second peer quarantines it, and neither
-     * honest worker (one peer each) is quarantined */
+    /* a liar among three: disputes from one honest peer keep it in service,
+     * and so does a single one from the second; two from the second
+     * quarantine it, and neither honest worker is */
     for (int i = 0; i < 3; i++)
-        CHECK(verify_pair(db, &qc, vn++, "vL", 50.0, "vP", "ok", 1.1), "liar pair %d", i);
-    CHECK(q1(db, "SELECT count(*) FROM workers WHERE id = 'vL' AND NOT quarantined AND disputes = 3") == 1,
-          "disputes with one peer quarantined the liar");
-    CHECK(verify_pair(db, &qc, vn++, "vQ", 1.2, "vL", "rejected_cheat", 0), "liar verifies");
-    CHECK(q1(db, "SELECT count(*) FROM workers WHERE id = 'vL' AND quarantined AND disputes = 4 AND "
-                 "quarantine_reason LIKE '4 verification disputes with 2 other workers (0 agreements)%'") == 1,
-          "the liar disputed by two peers is quarantined with the reason");
+        CHECK(verify_pair(db, &qc, vn++, "vL", 50.0, "vP", "ok", 1.1, NULL), "liar pair %d", i);
+    CHECK(verify_pair(db, &qc, vn++, "vQ", 1.2, "vL", "rejected_cheat", 0, NULL), "liar verifies");
+    CHECK(q1(db, "SELECT count(*) FROM workers WHERE id = 'vL' AND NOT quarantined AND disputes = 4") == 1,
+          "3 disputes from one peer and 1 from another quarantined the liar");
+    CHECK(verify_pair(db, &qc, vn++, "vL", 40.0, "vQ", "ok", 1.2, NULL), "liar pair 4");
+    CHECK(q1(db, "SELECT count(*) FROM workers WHERE id = 'vL' AND quarantined AND disputes = 5 AND "
+                 "quarantine_reason LIKE '5 verification disputes with 2 other workers (0 agreements)%'") == 1,
+          "the liar disputed twice by a second peer is quarantined with the reason");
     CHECK(q1(db, "SELECT count(*) FROM workers WHERE id IN ('vP', 'vQ') AND quarantined") == 0,
           "an honest worker was quarantined");
+    /* one liar accusing an honest worker again and again, plus one dispute
+     * from timing noise with another honest worker: the honest one stays */
+    CHECK(verify_pair(db, &qc, vn++, "vH", 2.0, "vN", "ok", 3.5, NULL), "noise");
+    for (int i = 0; i < 4; i++)
+        CHECK(verify_pair(db, &qc, vn++, "vH", 2.0, "vK", "incorrect", 0, NULL), "accusation %d", i);
+    CHECK(q1(db, "SELECT count(*) FROM workers WHERE id = 'vH' AND NOT quarantined AND disputes = 5") == 1,
+          "one accuser and one noisy peer quarantined an honest worker");
     /* agreements that outnumber the disputes still protect a worker */
     for (int i = 0; i < 4; i++)
-        CHECK(verify_pair(db, &qc, vn++, "vM", 2.0, i % 2 ? "vR" : "vS", "ok", 2.1), "agree %d", i);
-    for (int i = 0; i < 3; i++)
-        CHECK(verify_pair(db, &qc, vn++, "vM", 2.0, i % 2 ? "vR" : "vS", "ok", 9.0), "dispute %d", i);
+        CHECK(verify_pair(db, &qc, vn++, "vM", 2.0, i % 2 ? "vR" : "vS", "ok", 2.1, NULL), "agree %d", i);
+    for (int i = 0; i < 4; i++)
+        CHECK(verify_pair(db, &qc, vn++, "vM", 2.0, i % 2 ? "vR" : "vS", "ok", 9.0, NULL), "dispute %d", i);
     CHECK(q1(db, "SELECT count(*) FROM workers WHERE id = 'vM' AND NOT quarantined AND agreements = 4 "
-                 "AND disputes = 3 AND cardinality(dispute_peers) = 2") == 1,
-          "a worker with more agreements than disputes was quarantined");
-    CHECK(verify_pair(db, &qc, vn++, "vM", 2.0, "vR", "ok", 9.0), "dispute 4");
-    CHECK(q1(db, "SELECT count(*) FROM workers WHERE id = 'vM' AND quarantined") == 0,
-          "4 disputes against 4 agreements quarantined");
-    CHECK(verify_pair(db, &qc, vn++, "vM", 2.0, "vS", "ok", 9.0), "dispute 5");
+                 "AND disputes = 4 AND dispute_counts = '{\"vR\": 2, \"vS\": 2}'") == 1,
+          "a worker with as many agreements as disputes was quarantined");
+    CHECK(verify_pair(db, &qc, vn++, "vM", 2.0, "vS", "ok", 9.0, NULL), "dispute 5");
     CHECK(q1(db, "SELECT count(*) FROM workers WHERE id = 'vM' AND quarantined") == 1,
           "disputes from two peers outnumbering agreements did not quarantine");
+    /* an evaluation without a worker is no one's reputation */
+    exec_ok(db, "INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, verdict, speedup, is_final)"
+                " VALUES (899990, 1, 1, NULL, 'ok', 9, true), (899991, 1, 1, 'vX', 'incorrect', NULL, true)");
+    {
+        char oid[32];
+        snprintf(oid, sizeof(oid), "%lld", q1(db, "SELECT id FROM evaluations WHERE job_id = 899990"));
+        CHECK(kf_db_begin(db, err, sizeof(err)) == 0 && kf_verify_conclude(db, &qc, oid, "899991", err, sizeof(err)) == 0 &&
+              kf_db_commit(db, err, sizeof(err)) == 0, "%s", err);
+        CHECK(q1(db, "SELECT disputes FROM workers WHERE id = 'vX'") == 0 &&
+              q1(db, "SELECT count(*) FROM evaluations WHERE job_id = 899990 AND confirmation = 'disputed'") == 1,
+              "a result without a worker: disputed, no reputation changed");
+    }
+    /* a CV in the metrics that is not a number, or one a float8 cannot
+     * hold: the verification still concludes (a cast that failed let a liar
+     * fail every verification of its own result, and the result's storage) */
+    static const char *const bad_cv[] = {
+        "{\"timing\": {\"shapes\": [{\"candidate\": {\"cv\": \"abc\"}, \"baseline\": {\"cv\": true}}]}}",
+        "{\"timing\": {\"shapes\": [{\"candidate\": {\"cv\": {}}, \"baseline\": {\"cv\": [1]}}]}}",
+        "{\"timing\": {\"shapes\": [{\"candidate\": {\"cv\": 0.0000000000000000000000001e-300}}]}}",
+        "{\"timing\": {\"shapes\": [{\"candidate\": {\"cv\": 1e300}, \"baseline\": {\"cv\": -5}}]}}",
+        "{\"timing\": {\"shapes\": [1, null, \"x\"]}}",
+        "{\"timing\": {\"shapes\": \"x\"}}",
+    };
+    for (size_t i = 0; i < sizeof(bad_cv) / sizeof(bad_cv[0]); i++)
+        CHECK(verify_pair(db, &qc, vn++, "vX", 2.0, "vY", "ok", 2.1, bad_cv[i]), "hostile CV %zu", i);
+    CHECK(q1(db, "SELECT count(*) FROM evaluations WHERE worker_id = 'vX' AND confirmation = 'confirmed'") == 6,
+          "verifications of results with hostile CVs did not conclude");
     exec_ok(db, "DELETE FROM evaluations WHERE job_id >= 800000");
     exec_ok(db, "DELETE FROM workers WHERE id LIKE 'v_'");
 

@@ -62,7 +62,7 @@ check "the liar's reputation records the dispute" eq "$(sql "SELECT disputes FRO
 check "one peer's dispute quarantines nobody" eq "$(sql "SELECT count(*) FROM workers WHERE quarantined")" 0
 kf workers >"$T_DIR/workers.txt"
 check "kfarm workers shows the dispute and with whom" grep -q \
-  "^liar: 1 verification disputes, 0 agreements (disputed with honest)" "$T_DIR/workers.txt"
+  "^liar: 1 verification disputes, 0 agreements (disputed by honest x1)" "$T_DIR/workers.txt"
 kf best tr --out "$T_DIR/best.c" 2>"$T_DIR/best.err"
 check "kfarm best does not name the liar's candidate" bash -c "! grep -q \"candidate $liar_cand on\" $T_DIR/best.c"
 check "kfarm best names a confirmed result and who confirmed it" grep -q "confirmed by worker honest" "$T_DIR/best.c"
