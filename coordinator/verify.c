@@ -153,6 +153,13 @@ int kf_verify_conclude(kf_db *db, const kf_queue_config *cfg, const char *orig_e
     snprintf(qd, sizeof(qd), "%d", KF_VERIFY_QUARANTINE_DISPUTES);
     snprintf(qo, sizeof(qo), "%d", KF_VERIFY_QUARANTINE_OTHERS);
     const char *pw[3] = { w1, w2, agree ? "true" : "false" };
+    /* both rows locked in id order first: two verifications of each other's
+     * results concluding at once would otherwise lock them in opposite
+     * orders and deadlock (one aborted after deadlock_timeout) */
+    r = kf_db_exec(db, "SELECT 1 FROM workers WHERE id IN ($1, $2) ORDER BY id FOR UPDATE", 2, pw, err,
+                   errlen);
+    if (!r) return -1;
+    PQclear(r);
     /* Both rows at once, each with the other as its peer: the counts, and
      * per peer how often it disputed this worker (schema/013_dispute_peers.sql;
      * a 33rd peer is not added) */
