@@ -24,14 +24,12 @@ ALTER TABLE workers ADD COLUMN dispute_counts jsonb NOT NULL DEFAULT '{}';
 -- evaluations (original worker, verifier), one scan at migration time.
 UPDATE workers w SET dispute_counts = p.counts
 FROM (SELECT me, jsonb_object_agg(peer, n) AS counts
-      FROM (SELECT me, peer, count(*) AS n
-            FROM (SELECT worker_id AS me, confirmed_by_worker AS peer FROM evaluations
-                  WHERE confirmation = 'disputed' AND worker_id IS NOT NULL
-                    AND confirmed_by_worker IS NOT NULL AND worker_id <> confirmed_by_worker
-                  UNION ALL
-                  SELECT confirmed_by_worker, worker_id FROM evaluations
-                  WHERE confirmation = 'disputed' AND worker_id IS NOT NULL
-                    AND confirmed_by_worker IS NOT NULL AND worker_id <> confirmed_by_worker) d
-            GROUP BY me, peer ORDER BY me, count(*) DESC LIMIT ALL) c
+      FROM (SELECT d.me, d.peer, count(*) AS n
+            FROM evaluations e
+            CROSS JOIN LATERAL (VALUES (e.worker_id, e.confirmed_by_worker),
+                                       (e.confirmed_by_worker, e.worker_id)) AS d(me, peer)
+            WHERE e.confirmation = 'disputed' AND e.worker_id IS NOT NULL
+              AND e.confirmed_by_worker IS NOT NULL AND e.worker_id <> e.confirmed_by_worker
+            GROUP BY d.me, d.peer) c
       GROUP BY me) p
 WHERE w.id = p.me;

@@ -213,7 +213,6 @@ struct lg {
     atomic_llong t_end_ns; /* end of the window (CLOCK_MONOTONIC is system-wide) */
 };
 
-/* Monotonic clock, ns. */
 /* The machine's TCP counters named in want (Linux: /proc/net/snmp "Tcp:"
  * and /proc/net/netstat "TcpExt:", header line then value line), into
  * out[i]; -1 where absent. For the window's retransmissions: a segment lost
@@ -226,7 +225,7 @@ static void tcp_counters(const char *const *want, int n, long *out)
     for (int f = 0; f < 2; f++) {
         FILE *fp = fopen(files[f], "r");
         if (!fp) continue;
-        static char hdr[8192], val[8192];
+        char hdr[8192], val[8192];
         while (fgets(hdr, sizeof(hdr), fp) && fgets(val, sizeof(val), fp)) {
             char *hs = NULL, *vs = NULL;
             char *h = strtok_r(hdr, " \n", &hs), *v = strtok_r(val, " \n", &vs);
@@ -239,6 +238,7 @@ static void tcp_counters(const char *const *want, int n, long *out)
     }
 }
 
+/* Monotonic clock, ns. */
 static int64_t now_ns(void)
 {
     struct timespec ts;
