@@ -264,19 +264,20 @@ kf_queue_status kf_queue_lease_floors(kf_db *db, const kf_queue_config *cfg, kf_
     if (asprintf(&sql,
         /* MATERIALIZED: pick runs once; an inlined pick (one reference when
          * max == 1) that the plan ran again would lock the next job */
-        "WITH pick AS MATERIALIZED (SELECT x.id, x.cid, row_number() OVER () AS rn FROM"
-        "  (SELECT c.id AS cid, COALESCE(f.floor, 0) AS floor FROM campaigns c"
+        "WITH pick AS MATERIALIZED (SELECT x.id, x.cid, x.tid, x.sha, row_number() OVER () AS rn FROM"
+        "  (SELECT c.id AS cid, c.task_id AS tid, t.sha256 AS sha, COALESCE(f.floor, 0) AS floor"
+        "   FROM campaigns c JOIN tasks t ON t.id = c.task_id"
         "   LEFT JOIN unnest($6::bigint[], $7::bigint[]) AS f(cid, floor) ON f.cid = c.id"
         "   WHERE c.state = 'running'"
         "   ORDER BY CASE WHEN (SELECT count(*) FROM campaigns r WHERE r.state = 'running') > 1"
         "            THEN (SELECT count(*) FROM jobs l WHERE l.campaign_id = c.id"
         "                  AND l.state = 'leased') / c.share END, c.id) k"
         "  CROSS JOIN LATERAL"
-        "  (SELECT v.id, k.cid FROM (SELECT j.id FROM jobs j WHERE j.campaign_id = k.cid AND j.state = 'queued'"
+        "  (SELECT v.id, k.cid, k.tid, k.sha FROM (SELECT j.id FROM jobs j WHERE j.campaign_id = k.cid AND j.state = 'queued'"
         "     AND j.purpose = 'verify' AND " KF_QUEUE_TAKEABLE
         "     ORDER BY j.id LIMIT %d FOR UPDATE OF j SKIP LOCKED) v"
         "   UNION ALL"
-        "   SELECT e.id, k.cid FROM (SELECT j.id FROM jobs j WHERE j.campaign_id = k.cid AND j.state = 'queued'"
+        "   SELECT e.id, k.cid, k.tid, k.sha FROM (SELECT j.id FROM jobs j WHERE j.campaign_id = k.cid AND j.state = 'queued'"
         "     AND j.purpose <> 'verify' AND j.id >= k.floor AND " KF_QUEUE_TAKEABLE
         "     ORDER BY j.id LIMIT %d FOR UPDATE OF j SKIP LOCKED) e"
         "   LIMIT %d) x"
@@ -288,15 +289,17 @@ kf_queue_status kf_queue_lease_floors(kf_db *db, const kf_queue_config *cfg, kf_
         "FROM pick, depth WHERE jobs.id = pick.id AND pick.rn <= LEAST($5::int, GREATEST(1, (depth.n + 1) / 2)) "
         /* the payload (KF_QUEUE_PL_*): one statement per lease instead of
          * two (the second read 72 us of statement time per job at 5,000
-         * jobs/s, docs/benchmarks.md). Sub-selects by primary key per
-         * returned row: joined in FROM instead, they cost ~1 ms more per
-         * lease of 16 than the second statement they replace. */
+         * jobs/s, docs/benchmarks.md). The candidate by sub-selects on its
+         * primary key per returned row: joined in FROM instead, they cost
+         * ~1 ms more per lease of 16 than the second statement they
+         * replace. The task's id and hash come with the campaign the job
+         * was picked from (once per lease, not two probes per job:
+         * docs/benchmarks.md, 2026-12-07 morning). */
         "RETURNING jobs.id, jobs.fencing_token, jobs.candidate_id, jobs.campaign_id, COALESCE(jobs.seed, jobs.id),"
         "  jobs.attempts, jobs.target, jobs.purpose = 'verify', jobs.lease_token,"
         "  (SELECT pk.source FROM candidates pk WHERE pk.id = jobs.candidate_id),"
         "  (SELECT pk.defines::text FROM candidates pk WHERE pk.id = jobs.candidate_id),"
-        "  (SELECT pc.task_id FROM campaigns pc WHERE pc.id = jobs.campaign_id),"
-        "  (SELECT pt.sha256 FROM campaigns pc JOIN tasks pt ON pt.id = pc.task_id WHERE pc.id = jobs.campaign_id)",
+        "  pick.tid, pick.sha",
         bucket, bucket, bucket, bucket, depth) < 0) {
         free(use);
         snprintf(err, errlen, "out of memory");
@@ -769,8 +772,7 @@ typedef struct {
     int decided;        /* st is final: answered without storing */
     int defer;          /* stored after the group, on its own (kf_queue_result) */
     int accept;         /* stored by the group's statements */
-    int locked;         /* its job row was found and locked by the group */
-    int64_t cand, campaign, attempts;
+    int64_t campaign;   /* accepted: its job's campaign and target */
     char target[160];
 } grp_item;
 
@@ -786,117 +788,55 @@ static void grp_decide(kf_queue_item *it, grp_item *g, kf_queue_status st, const
     g->decided = 1;
 }
 
-/* The group's transaction: lock, check, store. Returns the number of items
- * stored, or -1 (rolled back; err) when the transaction failed. */
+/* The group's transaction: one statement marks the jobs done, stores their
+ * evaluations and counts and credits the workers; then the verification
+ * bar, then one commit. A job is marked done only where the result is
+ * acceptable as it stands: leased, its fencing token current, leased to
+ * this worker, not a verification. Every other item (stale, a duplicate, a
+ * resend of a stored result, another worker's job, a verification) is
+ * left to kf_queue_result after the group (g->defer), which decides it
+ * with its exact reason: they are rare, and checking them here cost every
+ * group a locking read of all its rows and an evaluation lookup (one
+ * statement each, a WAL record per row lock: docs/benchmarks.md,
+ * 2026-12-07). The lease token is part of the statement's match (after the
+ * worker's id: only the lease's holder reaches that comparison, for a
+ * token it was given), so a wrong one is left to kf_queue_result's
+ * constant-time check and refusal; the tokens of the rows marked done are
+ * compared again here, in constant time, and a mismatch rolls the group
+ * back (returns -1: the caller stores each item on its own). A leased job with its current token has no evaluation of that
+ * token (every path that stores one moves the job off 'leased' in the same
+ * transaction, and a new lease draws a new token); the unique index
+ * (job_id, fencing_token) backs this, and a violation fails the group into
+ * the same fallback. Returns the number of items stored, or -1 (rolled
+ * back; err). */
 static int grp_store(kf_db *db, kf_queue_item *it, grp_item *g, int n, char *err, size_t errlen)
 {
-    /* the accepted rows' columns (step 3) */
-    enum { C_JOB, C_CAND, C_ATT, C_WORKER, C_TOKEN, C_VERDICT, C_DETAIL, C_METRICS, C_CUS, C_BUS,
-           C_SPEEDUP, C_LOG, C_CV, C_LO, C_HI, C_CAMPAIGN, C_TARGET, C_N };
-    kf_db_arr col[C_N], lk_ids, lk_toks; /* lk_: the undecided items' (job, token) (steps 1, 2) */
+    enum { C_JOB, C_WORKER, C_TOKEN, C_VERDICT, C_DETAIL, C_METRICS, C_CUS, C_BUS, C_SPEEDUP, C_LOG,
+           C_CV, C_LO, C_HI, C_LEASE, C_N };
+    kf_db_arr col[C_N];
     memset(col, 0, sizeof(col));
-    memset(&lk_ids, 0, sizeof(lk_ids));
-    memset(&lk_toks, 0, sizeof(lk_toks));
-    int stored = -1;
-    for (int i = 0; i < n; i++) {
-        if (g[i].decided || g[i].defer) continue;
-        kf_db_arr_i64(&lk_ids, it[i].job_id);
-        kf_db_arr_i64(&lk_toks, it[i].token);
+    int stored = -1, nsub = 0;
+    int *ord = malloc(sizeof(*ord) * (size_t)(n > 0 ? n : 1)); /* submitted items, by job id */
+    if (!ord) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
     }
-    if (!lk_ids.n && !lk_ids.oom) {
+    for (int i = 0; i < n; i++)
+        if (!g[i].decided && !g[i].defer) {
+            int k = nsub++;
+            /* insertion sort: n <= KF_SERVER_GROUP_MAX, mostly in order */
+            while (k > 0 && it[ord[k - 1]].job_id > it[i].job_id) {
+                ord[k] = ord[k - 1];
+                k--;
+            }
+            ord[k] = i;
+        }
+    if (!nsub) {
         stored = 0;
         goto out;
     }
-    const char *ids = kf_db_arr_text(&lk_ids), *toks = kf_db_arr_text(&lk_toks);
-    if (!ids || !toks) {
-        snprintf(err, errlen, "out of memory");
-        goto out;
-    }
-    if (kf_db_begin(db, err, errlen) < 0) goto out;
-    if (kf_db_cmd(db, "SET LOCAL synchronous_commit = on", 0, NULL, err, errlen) < 0) goto fail;
-    /* 1. lock every job of the group, in id order (two groups never wait on
-     *    each other in a cycle) */
-    const char *pl[1] = { ids };
-    PGresult *r = kf_db_exec(db,
-        "SELECT id, state, fencing_token, attempts, candidate_id, worker_id, lease_token, purpose,"
-        " campaign_id, target FROM jobs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE",
-        1, pl, err, errlen);
-    if (!r) goto fail;
-    int nr = PQntuples(r);
-    int64_t *row_job = malloc(sizeof(*row_job) * (size_t)(nr > 0 ? nr : 1)); /* parsed once */
-    if (!row_job) {
-        PQclear(r);
-        goto oom;
-    }
-    for (int k = 0; k < nr; k++) row_job[k] = kf_db_i64(r, k, 0, -1);
-    for (int i = 0; i < n; i++) {
-        if (g[i].decided || g[i].defer) continue;
-        int row = -1;
-        for (int k = 0; k < nr && row < 0; k++)
-            if (row_job[k] == it[i].job_id) row = k;
-        if (row < 0) {
-            grp_decide(&it[i], &g[i], KF_Q_REJECTED, "no job %lld", (long long)it[i].job_id);
-            continue;
-        }
-        g[i].locked = 1;
-        int64_t cur = kf_db_i64(r, row, 2, 0);
-        const char *state = PQgetvalue(r, row, 1);
-        int holder = !PQgetisnull(r, row, 5) && strcmp(PQgetvalue(r, row, 5), it[i].worker_id) == 0;
-        int token_ok = token_matches(PQgetvalue(r, row, 6), it[i].lease_token, it[i].lease_token_len);
-        g[i].attempts = kf_db_i64(r, row, 3, 0);
-        g[i].cand = kf_db_i64(r, row, 4, 0);
-        g[i].campaign = kf_db_i64(r, row, 8, 0);
-        snprintf(g[i].target, sizeof(g[i].target), "%s", PQgetvalue(r, row, 9));
-        /* the checks of kf_queue_result, in its order; the evaluation
-         * lookup (2.) may still turn these into REJECTED / DUPLICATE / STALE */
-        if (cur != it[i].token || strcmp(state, "leased") != 0)
-            grp_decide(&it[i], &g[i], KF_Q_STALE, "token %lld of job %lld is not current (job %s, token %lld)",
-                       (long long)it[i].token, (long long)it[i].job_id, state, (long long)cur);
-        else if (!holder || !token_ok)
-            grp_decide(&it[i], &g[i], KF_Q_REJECTED, "job %lld: %s", (long long)it[i].job_id,
-                       !holder ? "leased to another worker" : "wrong lease token");
-        else if (strcmp(PQgetvalue(r, row, 7), "verify") == 0)
-            g[i].defer = 1; /* a verification's conclusion: stored on its own */
-        else
-            g[i].accept = 1;
-    }
-    free(row_job);
-    PQclear(r);
-    /* 2. an evaluation already stored for (job, token): a resend or a lease
-     *    that expired (checked before the lease itself, as kf_queue_result) */
-    const char *pe[2] = { ids, toks };
-    r = kf_db_exec(db,
-        "SELECT e.job_id, e.fencing_token, e.reported, e.worker_id FROM evaluations e"
-        " JOIN unnest($1::bigint[], $2::bigint[]) AS q(job, tok)"
-        "   ON e.job_id = q.job AND e.fencing_token = q.tok", 2, pe, err, errlen);
-    if (!r) goto fail;
-    for (int k = 0; k < PQntuples(r); k++) {
-        int64_t job = kf_db_i64(r, k, 0, -1), tok = kf_db_i64(r, k, 1, -1);
-        for (int i = 0; i < n; i++) {
-            if (!g[i].locked || g[i].defer || it[i].job_id != job || it[i].token != tok) continue;
-            int reported = strcmp(PQgetvalue(r, k, 2), "t") == 0;
-            int own = !PQgetisnull(r, k, 3) && strcmp(PQgetvalue(r, k, 3), it[i].worker_id) == 0;
-            g[i].accept = 0;
-            if (!own)
-                grp_decide(&it[i], &g[i], KF_Q_REJECTED, "lease %lld of job %lld belonged to another worker",
-                           (long long)tok, (long long)job);
-            else if (reported)
-                grp_decide(&it[i], &g[i], KF_Q_DUPLICATE, "result for job %lld token %lld already stored",
-                           (long long)job, (long long)tok);
-            else
-                grp_decide(&it[i], &g[i], KF_Q_STALE, "lease of job %lld token %lld expired before the result",
-                           (long long)job, (long long)tok);
-        }
-    }
-    PQclear(r);
-    /* 3. the accepted results: one statement per table, each column of the
-     *    group's rows one array parameter (a JSON document of rows cost the
-     *    coordinator a parse and a print of every metrics object, and
-     *    PostgreSQL a parse of the whole document before the metrics' own:
-     *    docs/benchmarks.md, 2026-12-06 evening) */
-    int nacc = 0;
-    for (int i = 0; i < n; i++) {
-        if (!g[i].accept) continue;
+    for (int k = 0; k < nsub; k++) {
+        int i = ord[k];
         const kf_result *res = it[i].res;
         char *detail = clean_text(res->detail, 4096), *log = clean_text(res->compile_log, 1u << 20);
         json_t *mj;
@@ -906,8 +846,6 @@ static int grp_store(kf_db *db, kf_queue_item *it, grp_item *g, int n, char *err
         int has_noise = g[i].v == KF_OK && kf_noise_of_metrics_obj(mj, res->speedup, &cv, &lo, &hi) == 0;
         json_decref(mj);
         kf_db_arr_i64(&col[C_JOB], it[i].job_id);
-        kf_db_arr_i64(&col[C_CAND], g[i].cand);
-        kf_db_arr_i64(&col[C_ATT], g[i].attempts);
         kf_db_arr_str(&col[C_WORKER], it[i].worker_id);
         kf_db_arr_i64(&col[C_TOKEN], it[i].token);
         kf_db_arr_str(&col[C_VERDICT], kf_verdict_name((kf_verdict)g[i].v));
@@ -921,68 +859,111 @@ static int grp_store(kf_db *db, kf_queue_item *it, grp_item *g, int n, char *err
         kf_db_arr_f64(&col[C_CV], has_noise ? cv : NAN);
         kf_db_arr_f64(&col[C_LO], has_noise && lo > 0 ? lo : NAN);
         kf_db_arr_f64(&col[C_HI], has_noise && hi > 0 ? hi : NAN);
-        kf_db_arr_i64(&col[C_CAMPAIGN], g[i].campaign);
-        kf_db_arr_str(&col[C_TARGET], g[i].target);
+        char lt[2 * KF_QUEUE_TOKEN_LEN + 1] = ""; /* another length never matches */
+        if (it[i].lease_token_len == KF_QUEUE_TOKEN_LEN) kf_wire_hex(it[i].lease_token, KF_QUEUE_TOKEN_LEN, lt);
+        kf_db_arr_str(&col[C_LEASE], lt);
         free(detail);
         free(log);
         free(mown);
-        nacc++;
     }
-    if (nacc > 0) {
-        const char *pi[C_N];
-        for (int c = 0; c < C_N; c++)
-            if (!(pi[c] = kf_db_arr_text(&col[c]))) goto oom;
-        /* the evaluations, and their counts in campaign_counts (schema
-         * 006; the group stores only eval jobs' results, all final): one
-         * row per (campaign, target, verdict), from the rows themselves */
-        if (kf_db_cmd(db,
-                "WITH x AS MATERIALIZED (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[],"
-                "  $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::float8[], $10::float8[],"
-                "  $11::float8[], $12::text[], $13::float8[], $14::float8[], $15::float8[], $16::bigint[],"
-                "  $17::text[]) AS x(job_id, candidate_id, attempt, worker_id, fencing_token, verdict, detail,"
-                "  metrics, candidate_us, baseline_us, speedup, compile_log, cv, speedup_lo, speedup_hi,"
-                "  campaign_id, target)),"
-                " ins AS (INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, fencing_token,"
-                "  verdict, detail, metrics, candidate_us, baseline_us, speedup, compile_log, is_final,"
-                "  cv, speedup_lo, speedup_hi, job_campaign_id, job_target, job_purpose)"
-                " SELECT x.job_id, x.candidate_id, x.attempt, x.worker_id, x.fencing_token, x.verdict,"
-                "  x.detail, x.metrics::jsonb, x.candidate_us, x.baseline_us, x.speedup, x.compile_log,"
-                "  true, x.cv, x.speedup_lo, x.speedup_hi, x.campaign_id, x.target, 'eval' FROM x)"
-                " INSERT INTO campaign_counts (campaign_id, what, target, purpose, verdict, is_final, n)"
-                " SELECT campaign_id, 'evaluation', target, 'eval', verdict, true, count(*) FROM x"
-                " GROUP BY campaign_id, target, verdict",
-                C_N, pi, err, errlen) < 0)
-            goto fail;
-        /* a verification candidate: checked once per (campaign, target) with
-         * the group's best speedup (the bar test of kf_verify_consider picks
-         * the best unverified result of all stored anyway) */
-        for (int i = 0; i < n; i++) {
-            if (!g[i].accept || g[i].v != KF_OK || !(it[i].res->speedup > 0)) continue;
-            int seen = 0;
-            for (int k = 0; k < i && !seen; k++)
-                seen = g[k].accept && g[k].v == KF_OK && it[k].res->speedup > 0 &&
-                       g[k].campaign == g[i].campaign && !strcmp(g[k].target, g[i].target);
-            if (seen) continue;
-            double best = it[i].res->speedup;
-            for (int k = i + 1; k < n; k++)
-                if (g[k].accept && g[k].v == KF_OK && g[k].campaign == g[i].campaign &&
-                    !strcmp(g[k].target, g[i].target) && it[k].res->speedup > best)
-                    best = it[k].res->speedup;
-            char camp[24];
-            i64s(camp, g[i].campaign);
-            if (kf_verify_consider(db, camp, g[i].target, best, err, errlen) < 0) goto fail;
+    const char *pi[C_N];
+    for (int c = 0; c < C_N; c++)
+        if (!(pi[c] = kf_db_arr_text(&col[c]))) {
+            snprintf(err, errlen, "out of memory");
+            goto out;
         }
-        const char *pj[1] = { pi[C_JOB] }; /* the accepted jobs */
-        if (kf_db_cmd(db, "UPDATE jobs SET state = 'done', lease_deadline = NULL, finished_at = now()"
-                          " WHERE id = ANY($1::bigint[])", 1, pj, err, errlen) < 0)
-            goto fail;
+    if (kf_db_begin(db, err, errlen) < 0) goto out;
+    if (kf_db_cmd(db, "SET LOCAL synchronous_commit = on", 0, NULL, err, errlen) < 0) goto fail;
+    /* The rows' columns as array parameters (a JSON document of rows cost
+     * a parse and a print of every metrics object: docs/benchmarks.md,
+     * 2026-12-06 evening); x is in job id order, and so are the row locks
+     * of upd (a nested loop over x by the primary key), so two groups
+     * never wait on each other in a cycle. The state is compared with x's
+     * column `want`, not the constant 'leased': with the constant, the plan
+     * could read every leased job through the partial index jobs_leased
+     * (planned while few were leased; 64,000 rows per group at 1,000
+     * workers with leases of 64, a group transaction of 55 ms instead of
+     * 23: docs/benchmarks.md, 2026-12-07 morning). The evaluations' counts go to
+     * campaign_counts (schema 006): the group stores only eval jobs'
+     * results, all final. */
+    PGresult *r = kf_db_exec(db,
+        "WITH x AS MATERIALIZED (SELECT *, 'leased'::text AS want FROM unnest($1::bigint[], $2::text[],"
+        "  $3::bigint[], $4::text[],"
+        "  $5::text[], $6::text[], $7::float8[], $8::float8[], $9::float8[], $10::text[], $11::float8[],"
+        "  $12::float8[], $13::float8[], $14::text[]) AS x(job_id, worker_id, fencing_token, verdict, detail,"
+        "  metrics, candidate_us, baseline_us, speedup, compile_log, cv, speedup_lo, speedup_hi, lease_token)),"
+        " upd AS (UPDATE jobs j SET state = 'done', lease_deadline = NULL, finished_at = now() FROM x"
+        "  WHERE j.id = x.job_id AND j.state = x.want AND j.fencing_token = x.fencing_token"
+        "    AND j.worker_id = x.worker_id AND j.purpose <> 'verify'"
+        "    AND j.lease_token = decode(x.lease_token, 'hex')"
+        "  RETURNING j.id, j.attempts, j.candidate_id, j.campaign_id, j.target, j.lease_token),"
+        " ins AS (INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, fencing_token,"
+        "  verdict, detail, metrics, candidate_us, baseline_us, speedup, compile_log, is_final,"
+        "  cv, speedup_lo, speedup_hi, job_campaign_id, job_target, job_purpose)"
+        " SELECT x.job_id, u.candidate_id, u.attempts, x.worker_id, x.fencing_token, x.verdict,"
+        "  x.detail, x.metrics::jsonb, x.candidate_us, x.baseline_us, x.speedup, x.compile_log,"
+        "  true, x.cv, x.speedup_lo, x.speedup_hi, u.campaign_id, u.target, 'eval'"
+        "  FROM x JOIN upd u ON u.id = x.job_id RETURNING job_campaign_id, job_target, verdict, worker_id),"
+        " cnt AS (INSERT INTO campaign_counts (campaign_id, what, target, purpose, verdict, is_final, n)"
+        "  SELECT job_campaign_id, 'evaluation', job_target, 'eval', verdict, true, count(*) FROM ins"
+        "  GROUP BY job_campaign_id, job_target, verdict),"
         /* worker health: any verdict but infra_error resets the count */
-        const char *pw[1] = { pi[C_WORKER] }; /* their workers, one per result */
-        if (kf_db_cmd(db,
-                "UPDATE workers SET last_seen = now(), infra_errors = 0, jobs_done = jobs_done + x.n"
-                " FROM (SELECT w, count(*) AS n FROM unnest($1::text[]) AS w GROUP BY w) x"
-                " WHERE id = x.w", 1, pw, err, errlen) < 0)
-            goto fail;
+        " wk AS (UPDATE workers w SET last_seen = now(), infra_errors = 0, jobs_done = w.jobs_done + c.n"
+        "  FROM (SELECT worker_id, count(*) AS n FROM ins GROUP BY worker_id) c WHERE w.id = c.worker_id)"
+        " SELECT id, lease_token, campaign_id, target FROM upd",
+        C_N, pi, err, errlen);
+    if (!r) goto fail;
+    int bad = 0, nr = PQntuples(r);
+    for (int k = 0; k < nr; k++) {
+        int64_t job = kf_db_i64(r, k, 0, -1);
+        int lo = 0, hi = nsub - 1, at = -1; /* binary search in ord */
+        while (lo <= hi && at < 0) {
+            int mid = (lo + hi) / 2;
+            int64_t v = it[ord[mid]].job_id;
+            if (v == job) at = ord[mid];
+            else if (v < job) lo = mid + 1;
+            else hi = mid - 1;
+        }
+        if (at < 0 || g[at].accept) {
+            bad = 1; /* cannot happen: a row for a job not in the group, or twice */
+            snprintf(err, errlen, "job %lld marked done without its result in the group", (long long)job);
+            continue;
+        }
+        if (!token_matches(PQgetvalue(r, k, 1), it[at].lease_token, it[at].lease_token_len)) {
+            bad = 1;
+            snprintf(err, errlen, "job %lld: wrong lease token", (long long)job);
+            continue;
+        }
+        g[at].accept = 1;
+        g[at].campaign = kf_db_i64(r, k, 2, 0);
+        snprintf(g[at].target, sizeof(g[at].target), "%s", PQgetvalue(r, k, 3));
+    }
+    PQclear(r);
+    if (bad) goto fail;
+    int nacc = 0;
+    for (int k = 0; k < nsub; k++) {
+        int i = ord[k];
+        if (g[i].accept) nacc++;
+        else g[i].defer = 1; /* decided by kf_queue_result, after the group */
+    }
+    /* a verification candidate: checked once per (campaign, target) with
+     * the group's best speedup (the bar test of kf_verify_consider picks
+     * the best unverified result of all stored anyway) */
+    for (int i = 0; i < n; i++) {
+        if (!g[i].accept || g[i].v != KF_OK || !(it[i].res->speedup > 0)) continue;
+        int seen = 0;
+        for (int k = 0; k < i && !seen; k++)
+            seen = g[k].accept && g[k].v == KF_OK && it[k].res->speedup > 0 &&
+                   g[k].campaign == g[i].campaign && !strcmp(g[k].target, g[i].target);
+        if (seen) continue;
+        double best = it[i].res->speedup;
+        for (int k = i + 1; k < n; k++)
+            if (g[k].accept && g[k].v == KF_OK && g[k].campaign == g[i].campaign &&
+                !strcmp(g[k].target, g[i].target) && it[k].res->speedup > best)
+                best = it[k].res->speedup;
+        char camp[24];
+        i64s(camp, g[i].campaign);
+        if (kf_verify_consider(db, camp, g[i].target, best, err, errlen) < 0) goto fail;
     }
     if (kf_db_commit(db, err, errlen) < 0) goto fail;
     for (int i = 0; i < n; i++)
@@ -992,15 +973,13 @@ static int grp_store(kf_db *db, kf_queue_item *it, grp_item *g, int n, char *err
         }
     stored = nacc;
     goto out;
-oom:
-    snprintf(err, errlen, "out of memory");
 fail:
     kf_db_rollback(db);
+    for (int i = 0; i < n; i++) g[i].accept = 0;
     stored = -1;
 out:
     for (int c = 0; c < C_N; c++) kf_db_arr_free(&col[c]);
-    kf_db_arr_free(&lk_ids);
-    kf_db_arr_free(&lk_toks);
+    free(ord);
     return stored;
 }
 

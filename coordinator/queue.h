@@ -205,11 +205,12 @@ typedef struct {
 /* Group commit: store the n results of items in one transaction, committed
  * durably once, each item's outcome exactly the one kf_queue_result gives
  * (same checks: job locked, exactly once per (job, token), fencing token and
- * lease token current and the worker's). Items whose checks fail are
- * answered from the locked rows and store nothing; the rest are stored with
- * one statement per table for the whole group. Infra_error results, results
- * of verification jobs and a second result for a job already in the group
- * are stored after the group commits, each by kf_queue_result. When the
+ * lease token current and the worker's). The results whose jobs are leased
+ * to their worker under the current tokens are stored by one statement for
+ * the whole group (jobs done, evaluations, counts, workers); every other
+ * item -- stale, duplicate, another worker's, an infra_error, a
+ * verification's result, a second result for a job already in the group --
+ * is decided after the group commits, each by kf_queue_result. When the
  * group's transaction fails (database error, deadlock, lost connection) it
  * is rolled back and every item is stored on its own by kf_queue_result,
  * so one bad result never decides another's acknowledgement. A verdict

@@ -585,9 +585,11 @@ static void payload_free(job_payload *p)
 
 /* Fill p->job for lease l from row `row` of r (the lease statement's
  * payload, KF_QUEUE_PL_*; r outlives p) and its task (task_get's object: a
- * reference is taken). Returns 0 or -1 with reason. */
+ * reference is taken) whose hash is sha (Job.task_sha256; r's, outlives p).
+ * full = 0: the worker holds the task (GetJob.tasks_once), the job names it
+ * only (task_json empty, no task_files). Returns 0 or -1 with reason. */
 static int build_payload(kf_server *s, const kf_lease *l, job_payload *p, PGresult *r, int row, json_t *task,
-                         char *err, size_t errlen)
+                         const char *sha, int full, char *err, size_t errlen)
 {
     json_error_t je;
     p->task = json_incref(task);
@@ -603,7 +605,8 @@ static int build_payload(kf_server *s, const kf_lease *l, job_payload *p, PGresu
     p->job.fencing_token = (uint64_t)l->fencing_token;
     p->job.candidate_id = (uint64_t)l->candidate_id;
     p->job.task_name = (char *)json_string_value(json_object_get(task, "name"));
-    p->job.task_json = (char *)json_string_value(json_object_get(task, "spec"));
+    p->job.task_json = full ? (char *)json_string_value(json_object_get(task, "spec")) : (char *)"";
+    p->job.task_sha256 = (char *)sha;
     p->job.source.data = (uint8_t *)PQgetvalue(r, row, KF_QUEUE_PL_SOURCE);
     p->job.source.len = (size_t)PQgetlength(r, row, KF_QUEUE_PL_SOURCE);
     p->job.lease_ms = (uint32_t)s->cfg->queue.lease_ms;
@@ -627,7 +630,7 @@ static int build_payload(kf_server *s, const kf_lease *l, job_payload *p, PGresu
     const char *key;
     json_t *val;
     size_t i = 0;
-    json_object_foreach(files, key, val) {
+    if (full) json_object_foreach(files, key, val) {
         Kfarm__TaskFile f = KFARM__TASK_FILE__INIT;
         p->tf[i] = f;
         p->tf[i].name = (char *)key;
@@ -740,6 +743,7 @@ static void lease_set_free(lease_set *ls)
 /* A reply of several jobs stays under this many bytes of sources and task
  * files (the wire allows KF_WIRE_MAX_MSG); leases beyond it are released. */
 #define KF_SERVER_REPLY_BUDGET (KF_WIRE_MAX_MSG / 2)
+#define KF_SERVER_HAVE_TASKS 64 /* GetJob.have_tasks entries read at most */
 
 /* Lease up to m->max_jobs jobs (one when absent) for m's worker into *lsp
  * (allocated here; the caller frees it with lease_set_free after sending)
@@ -785,6 +789,7 @@ static void on_get_job(kf_server *s, const Kfarm__GetJob *m, Kfarm__Reply *rep, 
     size_t bytes = 0;
     int kept = 0, failed = 0;
     int64_t row_job[KF_QUEUE_MAX_LEASES]; /* each payload row's job id, parsed once */
+    int in_full[KF_QUEUE_MAX_LEASES];     /* job i carries its task in full */
     int nrows = PQntuples(ls->r) < KF_QUEUE_MAX_LEASES ? PQntuples(ls->r) : KF_QUEUE_MAX_LEASES;
     for (int k = 0; k < nrows; k++) row_job[k] = kf_db_i64(ls->r, k, KF_QUEUE_PL_JOB, -1);
     for (int i = 0; i < got && !failed; i++) {
@@ -797,17 +802,27 @@ static void on_get_job(kf_server *s, const Kfarm__GetJob *m, Kfarm__Reply *rep, 
             break;
         }
         size_t tb = 0;
-        json_t *task = task_get(s, kf_db_i64(ls->r, row, KF_QUEUE_PL_TASK, -1),
-                                PQgetvalue(ls->r, row, KF_QUEUE_PL_TASK_SHA), &tb, err, sizeof(err));
+        const char *sha = PQgetvalue(ls->r, row, KF_QUEUE_PL_TASK_SHA);
+        json_t *task = task_get(s, kf_db_i64(ls->r, row, KF_QUEUE_PL_TASK, -1), sha, &tb, err, sizeof(err));
         if (!task) {
             failed = 1;
             break;
         }
-        size_t b = tb + (size_t)PQgetlength(ls->r, row, KF_QUEUE_PL_SOURCE) +
+        /* the task in full unless the worker holds it or an earlier job of
+         * this reply carries it (GetJob.tasks_once) */
+        int full = 1;
+        if (m->has_tasks_once && m->tasks_once) {
+            for (size_t h = 0; h < m->n_have_tasks && h < KF_SERVER_HAVE_TASKS && full; h++)
+                full = strcmp(m->have_tasks[h], sha) != 0;
+            for (int k = 0; k < i && full; k++)
+                full = !in_full[k] || strcmp(ls->p[k].job.task_sha256, sha) != 0;
+        }
+        size_t b = (full ? tb : strlen(sha)) + (size_t)PQgetlength(ls->r, row, KF_QUEUE_PL_SOURCE) +
                    (size_t)PQgetlength(ls->r, row, KF_QUEUE_PL_DEFINES);
         if (i > 0 && bytes + b > KF_SERVER_REPLY_BUDGET) break; /* the rest go back */
         ls->n = i + 1;
-        if (build_payload(s, &ls->l[i], &ls->p[i], ls->r, row, task, err, sizeof(err)) < 0) {
+        in_full[i] = full;
+        if (build_payload(s, &ls->l[i], &ls->p[i], ls->r, row, task, sha, full, err, sizeof(err)) < 0) {
             failed = 1;
             break;
         }

@@ -66,6 +66,7 @@
 #include "sandbox.h"
 
 #define KF_DAEMON_MAX_COORD 8
+#define KF_DAEMON_TASKS 16 /* tasks remembered by hash (GetJob.have_tasks) */
 
 typedef struct {
     const char *coordinator;                  /* the first address (logs) */
@@ -91,6 +92,15 @@ typedef struct {
     int sock;
     kf_wire_client wc;     /* identity, per-worker keys, instance, counter */
     int exit_code;         /* set when the coordinator refuses this process for good */
+    /* Tasks this worker holds on disk, by the coordinator's hash
+     * (Job.task_sha256), newest last: named in GetJob.have_tasks, so that
+     * a job of one of them comes without its files (GetJob.tasks_once). */
+    struct {
+        char sha[72];
+        char dir[1100];
+    } tasks[KF_DAEMON_TASKS];
+    int n_tasks;
+    char *have[KF_DAEMON_TASKS]; /* the held ones' sha, for GetJob.have_tasks (getjob_want) */
     volatile sig_atomic_t *stop;
 } daemon_cfg;
 
@@ -273,8 +283,66 @@ static int heartbeat_tick(void *arg)
     return h->n > 0 && h->jobs[0] && h->jobs[0]->lost;
 }
 
-/* Write the job's task files to work_dir/tasks/<hash>/ (once). */
+static int materialize_task_files(daemon_cfg *c, const Kfarm__Job *job, char *dir, size_t dirlen);
+
+/* The directory of the task whose coordinator hash is sha, when this
+ * worker holds it (its .complete marker still there), else NULL. */
+static const char *task_held(const daemon_cfg *c, const char *sha)
+{
+    for (int i = 0; sha && sha[0] && i < c->n_tasks; i++)
+        if (!strcmp(c->tasks[i].sha, sha)) {
+            char path[1200];
+            snprintf(path, sizeof(path), "%s/.complete", c->tasks[i].dir);
+            return access(path, F_OK) == 0 ? c->tasks[i].dir : NULL;
+        }
+    return NULL;
+}
+
+/* Remember that the task of coordinator hash sha lives in dir (the oldest
+ * entry gives way when all are taken). */
+static void task_remember(daemon_cfg *c, const char *sha, const char *dir)
+{
+    if (!sha || !sha[0] || strlen(sha) >= sizeof(c->tasks[0].sha)) return;
+    for (int i = 0; i < c->n_tasks; i++)
+        if (!strcmp(c->tasks[i].sha, sha)) {
+            snprintf(c->tasks[i].dir, sizeof(c->tasks[i].dir), "%s", dir);
+            return;
+        }
+    if (c->n_tasks == KF_DAEMON_TASKS) {
+        memmove(&c->tasks[0], &c->tasks[1], sizeof(c->tasks[0]) * (KF_DAEMON_TASKS - 1));
+        c->n_tasks--;
+    }
+    snprintf(c->tasks[c->n_tasks].sha, sizeof(c->tasks[0].sha), "%s", sha);
+    snprintf(c->tasks[c->n_tasks].dir, sizeof(c->tasks[0].dir), "%s", dir);
+    c->n_tasks++;
+}
+
+/* Does the job name its task only (GetJob.tasks_once: the worker holds it)? */
+static int task_abbreviated(const Kfarm__Job *job)
+{
+    return job->task_sha256 && job->task_sha256[0] && !job->task_json[0] && job->n_task_files == 0;
+}
+
+/* Write the job's task files to work_dir/tasks/<hash>/ (once), or find them
+ * there when the job names a task this worker holds (task_abbreviated). */
 static int materialize_task(daemon_cfg *c, const Kfarm__Job *job, char *dir, size_t dirlen)
+{
+    if (task_abbreviated(job)) {
+        const char *held = task_held(c, job->task_sha256);
+        if (!held) {
+            errno = ENOENT; /* not sent and not held: the coordinator's mistake */
+            return -1;
+        }
+        snprintf(dir, dirlen, "%s", held);
+        return 0;
+    }
+    int rc = materialize_task_files(c, job, dir, dirlen);
+    if (rc == 0) task_remember(c, job->task_sha256, dir);
+    return rc;
+}
+
+/* Write the job's task files (sent in full) to work_dir/tasks/<hash>/ (once). */
+static int materialize_task_files(daemon_cfg *c, const Kfarm__Job *job, char *dir, size_t dirlen)
 {
     char hash[65];
     size_t total = strlen(job->task_json);
@@ -330,8 +398,13 @@ static int prepare_job(daemon_cfg *c, const Kfarm__Job *job, const char *backend
 {
     if (materialize_task(c, job, p->task_dir, sizeof(p->task_dir)) < 0) {
         res->verdict = KF_INFRA_ERROR;
-        snprintf(res->detail, sizeof(res->detail), "cannot write task files under %.900s: %s", c->work_dir,
-                 strerror(errno));
+        if (task_abbreviated(job))
+            snprintf(res->detail, sizeof(res->detail),
+                     "the job names task %.64s without its files, and this worker does not hold it",
+                     job->task_sha256);
+        else
+            snprintf(res->detail, sizeof(res->detail), "cannot write task files under %.900s: %s", c->work_dir,
+                     strerror(errno));
         return -1;
     }
     snprintf(p->job_dir, sizeof(p->job_dir), "%s/jobs/%llu", c->work_dir, (unsigned long long)job->job_id);
@@ -485,8 +558,11 @@ static void run_job(daemon_cfg *c, held_job *j, const char *backend, kf_eval_res
 }
 
 /* The leases of reply rep (its job and more_jobs) as batch *out, which
- * then owns rep. */
-static void batch_adopt(lease_batch *out, Kfarm__Reply *rep)
+ * then owns rep. The tasks that came in full are written out now, so that
+ * the jobs of the same reply that name them only find them whatever order
+ * they are prepared in (a failure here is said again by that job's own
+ * prepare_job). */
+static void batch_adopt(daemon_cfg *c, lease_batch *out, Kfarm__Reply *rep)
 {
     memset(out, 0, sizeof(*out));
     out->rep = rep;
@@ -494,6 +570,12 @@ static void batch_adopt(lease_batch *out, Kfarm__Reply *rep)
     out->n = 1;
     for (size_t k = 0; k < rep->n_more_jobs && out->n < KF_DAEMON_MAX_BATCH; k++)
         out->j[out->n++].job = rep->more_jobs[k];
+    for (int k = 0; k < out->n; k++) {
+        char dir[1536];
+        if (!task_abbreviated(out->j[k].job) && out->j[k].job->task_sha256 &&
+            !task_held(c, out->j[k].job->task_sha256))
+            (void)materialize_task(c, out->j[k].job, dir, sizeof(dir));
+    }
 }
 
 static void batch_free(lease_batch *b)
@@ -578,7 +660,7 @@ static int send_results(daemon_cfg *c, const Kfarm__Job *const *jobs, kf_eval_re
                         say_status(jobs[k], rep->more_status[k - 1], NULL);
                     }
                 }
-                if (ahead && r.next && rep->job && s != KFARM__STATUS__CONFLICT) batch_adopt(ahead, rep);
+                if (ahead && r.next && rep->job && s != KFARM__STATUS__CONFLICT) batch_adopt(c, ahead, rep);
                 else kfarm__reply__free_unpacked(rep, NULL);
                 return again ? send_results(c, again_j, again_r, again, NULL, NULL) : 0;
             }
@@ -590,9 +672,16 @@ static int send_results(daemon_cfg *c, const Kfarm__Job *const *jobs, kf_eval_re
     }
 }
 
-/* GetJob asks for up to want leases (max_jobs; absent for one). */
-static void getjob_want(Kfarm__GetJob *gj, int want)
+/* GetJob asks for up to want leases (max_jobs; absent for one), and for
+ * the tasks this worker holds to come by name only (tasks_once). */
+static void getjob_want(daemon_cfg *c, Kfarm__GetJob *gj, int want)
 {
+    size_t n = 0;
+    for (int i = 0; i < c->n_tasks; i++) /* only those still on disk */
+        if (task_held(c, c->tasks[i].sha)) c->have[n++] = c->tasks[i].sha;
+    gj->has_tasks_once = gj->tasks_once = 1;
+    gj->n_have_tasks = n;
+    gj->have_tasks = n ? c->have : NULL;
     gj->has_max_jobs = want > 1;
     gj->max_jobs = (uint32_t)(want > 1 ? want : 0);
 }
@@ -604,7 +693,7 @@ static void getjob_want(Kfarm__GetJob *gj, int want)
 static int get_jobs(daemon_cfg *c, Kfarm__Request *req, int want, lease_batch *out, kf_device *dev,
                     char classes[][128], int n_classes, int *backoff)
 {
-    getjob_want(req->get_job, want);
+    getjob_want(c, req->get_job, want);
     Kfarm__Reply *rep;
     if (call(c, req, &rep) < 0) {
         if (backoff) {
@@ -647,7 +736,7 @@ static int get_jobs(daemon_cfg *c, Kfarm__Request *req, int want, lease_batch *o
         if (backoff && !refused) sleep_ms(c->poll_ms);
         return refused ? -1 : 0;
     }
-    batch_adopt(out, rep);
+    batch_adopt(c, out, rep);
     return 1;
 }
 
@@ -1005,7 +1094,7 @@ int kf_daemon_main(int argc, char **argv)
                 rr[m++] = &res[i];
             }
         int more = !g_stop && !ahead.rep && (c.max_jobs == 0 || done < c.max_jobs);
-        if (more) getjob_want(&gj, batch_want(&c, per_job_s, done));
+        if (more) getjob_want(&c, &gj, batch_want(&c, per_job_s, done));
         send_results(&c, rj, rr, m, more ? &gj : NULL, more ? &ahead : NULL);
         if (more && ahead.rep) last_hb = kf_util_now_s(); /* granted now; nothing else held */
         for (int i = 0; i < cur.n; i++) {

@@ -88,8 +88,10 @@ static Kfarm__Reply *do_register(kf_wire_client *c)
 }
 
 /* GetJob for the cpu class, asking for up to max_jobs leases (0: one, the
- * field left out). */
-static Kfarm__Reply *get_jobs(kf_wire_client *k, const char *worker, uint32_t max_jobs)
+ * field left out); tasks_once with the task hashes have[0..nhave) held
+ * (tasks_once 0: the field left out). */
+static Kfarm__Reply *get_jobs_t(kf_wire_client *k, const char *worker, uint32_t max_jobs, int tasks_once,
+                                char **have, size_t nhave)
 {
     Kfarm__GetJob g = KFARM__GET_JOB__INIT;
     char *cls[1] = { "cpu" };
@@ -98,13 +100,36 @@ static Kfarm__Reply *get_jobs(kf_wire_client *k, const char *worker, uint32_t ma
     g.classes = cls;
     g.has_max_jobs = max_jobs > 0;
     g.max_jobs = max_jobs;
+    g.has_tasks_once = tasks_once;
+    g.tasks_once = tasks_once;
+    g.n_have_tasks = nhave;
+    g.have_tasks = have;
     Kfarm__Request req = KFARM__REQUEST__INIT;
     req.msg_case = KFARM__REQUEST__MSG_GET_JOB;
     req.get_job = &g;
     return call(k, &req);
 }
 
+static Kfarm__Reply *get_jobs(kf_wire_client *k, const char *worker, uint32_t max_jobs)
+{
+    return get_jobs_t(k, worker, max_jobs, 0, NULL, 0);
+}
+
 static Kfarm__Reply *get_job(kf_wire_client *k, const char *worker) { return get_jobs(k, worker, 0); }
+
+/* Does job jb name (task_sha256) the task of its campaign? */
+static int names_its_task(kf_db *db, const Kfarm__Job *jb)
+{
+    char jid[24], err[256];
+    snprintf(jid, sizeof(jid), "%llu", (unsigned long long)jb->job_id);
+    const char *pp[2] = { jid, jb->task_sha256 ? jb->task_sha256 : "" };
+    PGresult *m = kf_db_exec(db,
+        "SELECT count(*) FROM jobs j JOIN campaigns c ON c.id = j.campaign_id JOIN tasks t ON t.id = c.task_id"
+        " WHERE j.id = $1::bigint AND t.sha256 = $2", 2, pp, err, sizeof(err));
+    int ok = m && kf_db_i64(m, 0, 0, 0) == 1;
+    if (m) PQclear(m);
+    return ok;
+}
 
 int main(void)
 {
@@ -496,6 +521,63 @@ int main(void)
     CHECK(seen_jobs >= 8 && right == seen_jobs, "each of %d jobs of three tasks carries its own task (%d right)",
           seen_jobs, right);
     CHECK(tasks_seen >= 2, "the jobs came from more than one task (%d changes)", tasks_seen);
+
+    /* GetJob.tasks_once: a task's files come with the first job of it in a
+     * reply and never for a task the worker names in have_tasks; every job
+     * names its task (task_sha256). A worker that holds nothing, then one
+     * that holds what it was sent, then one that names hashes it does not
+     * hold (or hostile ones) gets the files of those. */
+    char held[8][72];
+    char *havep[80];
+    char junk[70][80];
+    int nheld = 0, full = 0, abbrev = 0, bad = 0, named = 0, seen2 = 0;
+    for (int round = 0; round < 40 && seen2 < 18; round++) {
+        size_t nh = 0;
+        for (int h = 0; h < nheld; h++) havep[nh++] = held[h];
+        if (round % 3 == 2) { /* 70 hashes it does not hold (64 read), the held ones unnamed */
+            nh = 0;
+            for (int h = 0; h < 70; h++) {
+                snprintf(junk[h], sizeof(junk[h]), "%064x", h);
+                havep[nh++] = junk[h];
+            }
+        }
+        Kfarm__Reply *rp = get_jobs_t(&w3, "fake-3", 6, 1, nh ? havep : NULL, nh);
+        if (!rp || rp->status != KFARM__STATUS__OK) {
+            if (rp) kfarm__reply__free_unpacked(rp, NULL);
+            sleep_ms(200);
+            continue;
+        }
+        char sent[KF_QUEUE_MAX_LEASES][72];
+        int nsent = 0;
+        for (size_t k = 0; k <= rp->n_more_jobs; k++) {
+            Kfarm__Job *jb = k == 0 ? rp->job : rp->more_jobs[k - 1];
+            if (!jb) continue;
+            seen2++;
+            named += names_its_task(db, jb);
+            const char *sha = jb->task_sha256 ? jb->task_sha256 : "";
+            int in_full = jb->task_json[0] && jb->n_task_files > 0;
+            int known = 0; /* held (as named in this GetJob) or sent earlier in this reply */
+            for (size_t h = 0; h < nh && !known; h++) known = !strcmp(havep[h], sha);
+            for (int h = 0; h < nsent && !known; h++) known = !strcmp(sent[h], sha);
+            if (in_full) {
+                full++;
+                bad += known; /* sent again although known */
+                if (nsent < KF_QUEUE_MAX_LEASES) snprintf(sent[nsent++], sizeof(sent[0]), "%s", sha);
+                int have_it = 0;
+                for (int h = 0; h < nheld && !have_it; h++) have_it = !strcmp(held[h], sha);
+                if (!have_it && nheld < 8) snprintf(held[nheld++], sizeof(held[0]), "%s", sha);
+            } else {
+                abbrev++;
+                bad += !known || jb->task_json[0] || jb->n_task_files > 0; /* not known: a job it cannot run */
+            }
+        }
+        kfarm__reply__free_unpacked(rp, NULL);
+    }
+    CHECK(seen2 >= 12 && named == seen2, "tasks_once: each of %d jobs names its own task (%d right)", seen2,
+          named);
+    CHECK(bad == 0 && full > 0 && abbrev > full,
+          "tasks_once: files only where the worker lacks them (%d in full, %d by name, %d wrong)", full,
+          abbrev, bad);
 
 end:
     kill(pid, SIGTERM);

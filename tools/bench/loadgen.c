@@ -6,7 +6,7 @@
  *           [--queue M] [--history H] [--heartbeats K] [--piggyback 0|1] [--jobs-per-lease L]
  *           [--batch-results 0|1]
  *           [--procs P] [--poll-ms MS] [--eval-ms MS] [--stagger 0|1] [--slow-ms MS]
- *           [--settle 0|1]
+ *           [--settle 0|1] [--tasks-once 0|1]
  *           [--timeout-ms MS] [--warmup S|auto] [--warmup-max S]
  *           [--drain-s S] [--prefix NAME] [--task DIR]
  *   (database: $KFARM_DB, the coordinator's; migrated here if needed)
@@ -75,8 +75,10 @@
  *    same database starts from its own queue) and the database is checked:
  *    the final `ok` evaluations stored under this run's worker names must be
  *    at least the jobs acknowledged OK ("durable before acknowledged"), and
- *    no job of the database may hold more than one final evaluation (the
- *    run fails, exit 1, otherwise).
+ *    no job of the database may hold more than one final evaluation, and
+ *    with --tasks-once 1 (the default, as kfarm-worker) no job may name a
+ *    task without its files that its worker was not sent before (the run
+ *    fails, exit 1, otherwise).
  *
  * Output: one table (calls, p50 / p99 / max latency in ms from send to
  * authenticated reply, and the count of every reply status), and one
@@ -88,6 +90,7 @@
  *     loadgen_cpu_s=.. warmup_s=.. ran_dry=0|1 verified=0|1 per_lease=..
  *     batch_results=.. coords=K connect_all=0|1 dup_finals=.. history=H
  *     eval_ms=.. stagger=0|1 tcp_retrans=.. tcp_timeouts=.. listen_drops=..
+ *     tasks_once=0|1 task_missing=..
  * jobs/s = results acknowledged OK inside the window / window length (s).
  * loadgen_cpu_s is the driving processes' own CPU time (user + system) in
  * the window, s: on a small machine the load generator competes with the
@@ -167,6 +170,7 @@ typedef struct {
     int next_res;        /* the job whose Result is to be sent next */
     int batched;         /* results sent in Result.more with the one in flight */
     unsigned char gone[KF_QUEUE_MAX_LEASES]; /* leases the coordinator cancelled */
+    char task_sha[72];   /* the task this worker holds (--tasks-once): Job.task_sha256 */
     uint64_t rng;        /* the evaluation times' xorshift state */
 } sim;
 
@@ -183,6 +187,7 @@ typedef struct {
     long count[C_N][X_N];
     long ok_in_window;
     long acked_jobs;      /* jobs whose result was acknowledged OK, any phase */
+    long task_missing;    /* jobs naming a task without its files that the worker did not hold */
     long pending_at_end;
     double cpu_window_s;  /* this process's CPU time inside the window, s */
     char err[256];
@@ -200,6 +205,7 @@ struct lg {
     int eval_ms;         /* a job's simulated evaluation: the sim waits 0.5-1.5x this after a lease (0: none) */
     int slow_ms;         /* > 0: print each reply of the window slower than this (stderr) */
     int stagger;         /* first GetJob at a uniform point of one lease cycle (per_lease x eval_ms) */
+    int tasks_once;      /* GetJob.tasks_once and have_tasks: a task's files once per worker */
     double duration_s, drain_s;
     long job_limit;
     char prefix[64];
@@ -329,6 +335,12 @@ static int send_call(driver *d, int i)
     if (d->g->per_lease > 1) {
         gj.has_max_jobs = 1;
         gj.max_jobs = (uint32_t)d->g->per_lease;
+    }
+    char *have[1] = { s->task_sha };
+    if (d->g->tasks_once) {
+        gj.has_tasks_once = gj.tasks_once = 1;
+        gj.n_have_tasks = s->task_sha[0] ? 1 : 0;
+        gj.have_tasks = have;
     }
     switch (s->call) {
     case C_REGISTER:
@@ -490,13 +502,24 @@ static void drop_job(sim *s)
     s->nheld = 0;
 }
 
-/* Hold the jobs of reply rep (job + more_jobs). */
-static void adopt_jobs(sim *s, Kfarm__Reply *rep)
+/* Hold the jobs of reply rep (job + more_jobs). A job that names its task
+ * only must name the one this worker holds (or one an earlier job of the
+ * reply carried in full, which the worker then holds): else it counts in
+ * d->task_missing (a worker could not evaluate it). */
+static void adopt_jobs(driver *d, sim *s, Kfarm__Reply *rep)
 {
     s->job = rep;
     s->nheld = 1 + (int)(rep->n_more_jobs < KF_QUEUE_MAX_LEASES - 1 ? rep->n_more_jobs : KF_QUEUE_MAX_LEASES - 1);
     s->next_res = 0;
     memset(s->gone, 0, sizeof(s->gone));
+    for (int k = 0; k < s->nheld; k++) {
+        const Kfarm__Job *j = held_job(s, k);
+        const char *sha = j->task_sha256 ? j->task_sha256 : "";
+        if (j->task_json[0] || j->n_task_files > 0) /* in full: now held */
+            snprintf(s->task_sha, sizeof(s->task_sha), "%s", sha);
+        else if (!sha[0] || strcmp(sha, s->task_sha) != 0)
+            d->task_missing++;
+    }
 }
 
 static void sleep_then(sim *s, int call, int ms)
@@ -580,7 +603,7 @@ static int on_reply(driver *d, int i, Kfarm__Reply *rep, int x, int64_t lat_ns)
         break;
     case C_GETJOB:
         if (x == KFARM__STATUS__OK && rep->job) {
-            adopt_jobs(s, rep);
+            adopt_jobs(d, s, rep);
             rep = NULL;
             s->hb_left = g->heartbeats;
             s->call = s->hb_left > 0 ? C_HEARTBEAT : C_RESULT;
@@ -657,7 +680,7 @@ static int on_reply(driver *d, int i, Kfarm__Reply *rep, int x, int64_t lat_ns)
             s->call = x == KFARM__STATUS__CONFLICT ? C_REGISTER : C_GETJOB;
             s->wake_ns = 0;
             if (rep && rep->job && x != KFARM__STATUS__CONFLICT) { /* the next job came with the reply */
-                adopt_jobs(s, rep);
+                adopt_jobs(d, s, rep);
                 rep = NULL;
                 s->hb_left = g->heartbeats;
                 s->call = s->hb_left > 0 ? C_HEARTBEAT : C_RESULT;
@@ -1102,6 +1125,8 @@ static void usage(FILE *f)
         "                   result (default 0: the closed loop; N workers offer N/MS jobs per ms)\n"
         "  --stagger 0|1    with --eval-ms: each worker's first GetJob waits a uniform [0, L x MS)\n"
         "                   ms, a fleet out of step (default 0: all at once, results in waves)\n"
+        "  --tasks-once 0|1 GetJob.tasks_once with the task held in have_tasks, as kfarm-worker\n"
+        "                   (default 1): a task's files travel once per worker, not with every job\n"
         "  --settle 0|1     after the setup, VACUUM, CHECKPOINT and sync(2) before the workers\n"
         "                   start, so that the setup's autovacuum and writeback do not land in the\n"
         "                   window (default 1)\n"
@@ -1137,6 +1162,7 @@ int main(int argc, char **argv)
     g->duration_s = 15;
     g->drain_s = 60;
     g->heartbeats = 1;
+    g->tasks_once = 1;
     g->per_lease = 1;
     g->poll_ms = 500;
     g->timeout_ms = 15000;
@@ -1178,6 +1204,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--poll-ms") && arg_num(v, 1, 60000, &x) == 0) g->poll_ms = (int)x;
         else if (!strcmp(a, "--eval-ms") && arg_num(v, 0, 3600000, &x) == 0) g->eval_ms = (int)x;
         else if (!strcmp(a, "--stagger") && arg_num(v, 0, 1, &x) == 0) g->stagger = (int)x;
+        else if (!strcmp(a, "--tasks-once") && arg_num(v, 0, 1, &x) == 0) g->tasks_once = (int)x;
         else if (!strcmp(a, "--slow-ms") && arg_num(v, 0, 3600000, &x) == 0) g->slow_ms = (int)x;
         else if (!strcmp(a, "--settle") && arg_num(v, 0, 1, &x) == 0) settle = (int)x;
         else if (!strcmp(a, "--timeout-ms") && arg_num(v, 10, 3600000, &x) == 0) g->timeout_ms = (int)x;
@@ -1336,7 +1363,7 @@ int main(int argc, char **argv)
 
     /* collect */
     samples all[C_N];
-    long count[C_N][X_N], ok = 0, pending = 0, acked_all = 0;
+    long count[C_N][X_N], ok = 0, pending = 0, acked_all = 0, task_missing = 0;
     double lg_cpu = 0;
     memset(all, 0, sizeof(all));
     memset(count, 0, sizeof(count));
@@ -1352,6 +1379,7 @@ int main(int argc, char **argv)
             }
             ok += d.ok_in_window;
             acked_all += d.acked_jobs;
+            task_missing += d.task_missing;
             pending += d.pending_at_end;
             lg_cpu += d.cpu_window_s;
             for (int c = 0; c < C_N; c++)
@@ -1391,7 +1419,7 @@ int main(int argc, char **argv)
         count_inconsistent(db, g->prefix, cid, &dup, &mismatch, err, sizeof(err)) < 0)
         fprintf(stderr, "loadgen: verification query: %s\n", err);
     else
-        verified = stored >= acked && dup == 0 && mismatch == 0;
+        verified = stored >= acked && dup == 0 && mismatch == 0 && task_missing == 0;
     kf_db_close(db);
     char addrs[LG_MAX_ADDRS * 64 + 32];
     size_t al = 0;
@@ -1417,7 +1445,8 @@ int main(int argc, char **argv)
     }
     printf("durable: %ld jobs acknowledged OK (warm-up, window and drain), %ld final ok evaluations stored "
            "under this run's workers; %ld jobs with several final evaluations; %ld jobs whose state "
-           "disagrees with their final evaluation: %s\n", acked, stored, dup, mismatch,
+           "disagrees with their final evaluation; %ld jobs without their task's files that the worker "
+           "did not hold: %s\n", acked, stored, dup, mismatch, task_missing,
            verified ? "verified (none missing, none twice)" : "FAILED");
     printf("RESULT loadgen workers=%d procs=%d secs=%.3f jobs=%ld jobs_per_s=%.1f "
            "register_p50_ms=%.2f register_p99_ms=%.2f getjob_p50_ms=%.2f getjob_p99_ms=%.2f "
@@ -1425,13 +1454,13 @@ int main(int argc, char **argv)
            "result_p99_ms=%.2f result_max_ms=%.2f no_job=%ld errors=%ld timeouts=%ld "
            "loadgen_cpu_s=%.2f warmup_s=%.2f ran_dry=%d verified=%d per_lease=%d batch_results=%d "
            "coords=%d connect_all=%d dup_finals=%ld history=%ld eval_ms=%d stagger=%d "
-           "tcp_retrans=%ld tcp_timeouts=%ld listen_drops=%ld\n",
+           "tcp_retrans=%ld tcp_timeouts=%ld listen_drops=%ld tasks_once=%d task_missing=%ld\n",
            g->workers, procs, secs, ok, rate, p50[C_REGISTER], p99[C_REGISTER], p50[C_GETJOB],
            p99[C_GETJOB], mx[C_GETJOB], p50[C_HEARTBEAT], p99[C_HEARTBEAT], p50[C_RESULT],
            p99[C_RESULT], mx[C_RESULT], no_job, errors, timeouts, lg_cpu, warm_s,
            atomic_load(&g->ran_dry), verified, g->per_lease, g->batch_results, g->naddr, g->connect_all,
            dup, queue > 0 ? history : 0, g->eval_ms, g->stagger, tcp1[0] - tcp0[0], tcp1[1] - tcp0[1],
-           tcp1[2] - tcp0[2]);
+           tcp1[2] - tcp0[2], g->tasks_once, task_missing);
     for (int c = 0; c < C_N; c++) free(all[c].v);
     free(g->keys);
     if (fatal || ok == 0 || !verified) return 1;
