@@ -264,7 +264,8 @@ kf_queue_status kf_queue_lease_floors(kf_db *db, const kf_queue_config *cfg, kf_
     if (asprintf(&sql,
         /* MATERIALIZED: pick runs once; an inlined pick (one reference when
          * max == 1) that the plan ran again would lock the next job */
-        "WITH pick AS MATERIALIZED (SELECT x.id, x.cid, x.tid, x.sha, row_number() OVER () AS rn FROM"
+        "WITH pick AS MATERIALIZED (SELECT x.id, x.cid, x.tid, x.sha, pk.source, pk.defines::text AS defines,"
+        "  row_number() OVER () AS rn FROM"
         "  (SELECT c.id AS cid, c.task_id AS tid, t.sha256 AS sha, COALESCE(f.floor, 0) AS floor"
         "   FROM campaigns c JOIN tasks t ON t.id = c.task_id"
         "   LEFT JOIN unnest($6::bigint[], $7::bigint[]) AS f(cid, floor) ON f.cid = c.id"
@@ -273,14 +274,17 @@ kf_queue_status kf_queue_lease_floors(kf_db *db, const kf_queue_config *cfg, kf_
         "            THEN (SELECT count(*) FROM jobs l WHERE l.campaign_id = c.id"
         "                  AND l.state = 'leased') / c.share END, c.id) k"
         "  CROSS JOIN LATERAL"
-        "  (SELECT v.id, k.cid, k.tid, k.sha FROM (SELECT j.id FROM jobs j WHERE j.campaign_id = k.cid AND j.state = 'queued'"
+        "  (SELECT v.id, v.cand, k.cid, k.tid, k.sha FROM (SELECT j.id, j.candidate_id AS cand FROM jobs j"
+        "     WHERE j.campaign_id = k.cid AND j.state = 'queued'"
         "     AND j.purpose = 'verify' AND " KF_QUEUE_TAKEABLE
         "     ORDER BY j.id LIMIT %d FOR UPDATE OF j SKIP LOCKED) v"
         "   UNION ALL"
-        "   SELECT e.id, k.cid, k.tid, k.sha FROM (SELECT j.id FROM jobs j WHERE j.campaign_id = k.cid AND j.state = 'queued'"
+        "   SELECT e.id, e.cand, k.cid, k.tid, k.sha FROM (SELECT j.id, j.candidate_id AS cand FROM jobs j"
+        "     WHERE j.campaign_id = k.cid AND j.state = 'queued'"
         "     AND j.purpose <> 'verify' AND j.id >= k.floor AND " KF_QUEUE_TAKEABLE
         "     ORDER BY j.id LIMIT %d FOR UPDATE OF j SKIP LOCKED) e"
         "   LIMIT %d) x"
+        "  JOIN candidates pk ON pk.id = x.cand"
         "  LIMIT %d)%s"
         "UPDATE jobs SET state = 'leased', fencing_token = nextval('fencing_seq'),"
         "  lease_token = decode(($4::text[])[pick.rn], 'hex'), acked = false,"
@@ -289,16 +293,15 @@ kf_queue_status kf_queue_lease_floors(kf_db *db, const kf_queue_config *cfg, kf_
         "FROM pick, depth WHERE jobs.id = pick.id AND pick.rn <= LEAST($5::int, GREATEST(1, (depth.n + 1) / 2)) "
         /* the payload (KF_QUEUE_PL_*): one statement per lease instead of
          * two (the second read 72 us of statement time per job at 5,000
-         * jobs/s, docs/benchmarks.md). The candidate by sub-selects on its
-         * primary key per returned row: joined in FROM instead, they cost
-         * ~1 ms more per lease of 16 than the second statement they
-         * replace. The task's id and hash come with the campaign the job
-         * was picked from (once per lease, not two probes per job:
+         * jobs/s, docs/benchmarks.md). The candidate's source and defines
+         * come with the picked row (one probe of its primary key; two
+         * sub-selects per returned row read it twice, and joined in the
+         * UPDATE's FROM it cost ~1 ms more per lease of 16), the task's id
+         * and hash with the campaign it was picked from (once per lease:
          * docs/benchmarks.md, 2026-12-07 morning). */
         "RETURNING jobs.id, jobs.fencing_token, jobs.candidate_id, jobs.campaign_id, COALESCE(jobs.seed, jobs.id),"
         "  jobs.attempts, jobs.target, jobs.purpose = 'verify', jobs.lease_token,"
-        "  (SELECT pk.source FROM candidates pk WHERE pk.id = jobs.candidate_id),"
-        "  (SELECT pk.defines::text FROM candidates pk WHERE pk.id = jobs.candidate_id),"
+        "  pick.source, pick.defines,"
         "  pick.tid, pick.sha",
         bucket, bucket, bucket, bucket, depth) < 0) {
         free(use);

@@ -22,6 +22,13 @@
  * of evaluation at the measured per-job wall: one job until one has been
  * timed, one per lease where evaluations take 4 s or more.
  *
+ * Tasks once (GetJob.tasks_once): each task the worker is sent in full is
+ * written under work_dir/tasks/ and remembered by the coordinator's hash
+ * (Job.task_sha256; the last KF_DAEMON_TASKS); every GetJob names those
+ * still on disk (have_tasks), and a job of one of them comes without its
+ * task.json and files. The tasks of a reply are written as it arrives, so
+ * its later jobs find the task whatever order they are prepared in.
+ *
  * Compile-ahead (--prefetch, the default on GPUs): while a job evaluates,
  * the next jobs of its batch build into the compile cache in children at
  * nice 19, several at once (the host's cores - 1, at most 8); on the
