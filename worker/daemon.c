@@ -23,9 +23,9 @@
  * timed, one per lease where evaluations take 4 s or more.
  *
  * Tasks once (GetJob.tasks_once): each task the worker is sent in full is
- * written under work_dir/tasks/ and remembered by the coordinator's hash
- * (Job.task_sha256; the last KF_DAEMON_TASKS); every GetJob names those
- * still on disk (have_tasks), and a job of one of them comes without its
+ * written under work_dir/tasks/ and linked by the coordinator's hash
+ * (Job.task_sha256, task_cache.c); every GetJob names the last ones still
+ * on disk (have_tasks), and a job of one of them comes without its
  * task.json and files. The tasks of a reply are written as it arrives, so
  * its later jobs find the task whatever order they are prepared in.
  *
@@ -71,9 +71,9 @@
 #include "kf_util.h"
 #include "kf_wire.h"
 #include "sandbox.h"
+#include "task_cache.h"
 
 #define KF_DAEMON_MAX_COORD 8
-#define KF_DAEMON_TASKS 16 /* tasks remembered by hash (GetJob.have_tasks) */
 
 typedef struct {
     const char *coordinator;                  /* the first address (logs) */
@@ -99,15 +99,7 @@ typedef struct {
     int sock;
     kf_wire_client wc;     /* identity, per-worker keys, instance, counter */
     int exit_code;         /* set when the coordinator refuses this process for good */
-    /* Tasks this worker holds on disk, by the coordinator's hash
-     * (Job.task_sha256), newest last: named in GetJob.have_tasks, so that
-     * a job of one of them comes without its files (GetJob.tasks_once). */
-    struct {
-        char sha[72];
-        char dir[1100];
-    } tasks[KF_DAEMON_TASKS];
-    int n_tasks;
-    char *have[KF_DAEMON_TASKS]; /* the held ones' sha, for GetJob.have_tasks (getjob_want) */
+    kf_task_cache tasks;   /* tasks held by the coordinator's hash (GetJob.have_tasks) */
     volatile sig_atomic_t *stop;
 } daemon_cfg;
 
@@ -292,38 +284,6 @@ static int heartbeat_tick(void *arg)
 
 static int materialize_task_files(daemon_cfg *c, const Kfarm__Job *job, char *dir, size_t dirlen);
 
-/* The directory of the task whose coordinator hash is sha, when this
- * worker holds it (its .complete marker still there), else NULL. */
-static const char *task_held(const daemon_cfg *c, const char *sha)
-{
-    for (int i = 0; sha && sha[0] && i < c->n_tasks; i++)
-        if (!strcmp(c->tasks[i].sha, sha)) {
-            char path[1200];
-            snprintf(path, sizeof(path), "%s/.complete", c->tasks[i].dir);
-            return access(path, F_OK) == 0 ? c->tasks[i].dir : NULL;
-        }
-    return NULL;
-}
-
-/* Remember that the task of coordinator hash sha lives in dir (the oldest
- * entry gives way when all are taken). */
-static void task_remember(daemon_cfg *c, const char *sha, const char *dir)
-{
-    if (!sha || !sha[0] || strlen(sha) >= sizeof(c->tasks[0].sha)) return;
-    for (int i = 0; i < c->n_tasks; i++)
-        if (!strcmp(c->tasks[i].sha, sha)) {
-            snprintf(c->tasks[i].dir, sizeof(c->tasks[i].dir), "%s", dir);
-            return;
-        }
-    if (c->n_tasks == KF_DAEMON_TASKS) {
-        memmove(&c->tasks[0], &c->tasks[1], sizeof(c->tasks[0]) * (KF_DAEMON_TASKS - 1));
-        c->n_tasks--;
-    }
-    snprintf(c->tasks[c->n_tasks].sha, sizeof(c->tasks[0].sha), "%s", sha);
-    snprintf(c->tasks[c->n_tasks].dir, sizeof(c->tasks[0].dir), "%s", dir);
-    c->n_tasks++;
-}
-
 /* Does the job name its task only (GetJob.tasks_once: the worker holds it)? */
 static int task_abbreviated(const Kfarm__Job *job)
 {
@@ -335,16 +295,14 @@ static int task_abbreviated(const Kfarm__Job *job)
 static int materialize_task(daemon_cfg *c, const Kfarm__Job *job, char *dir, size_t dirlen)
 {
     if (task_abbreviated(job)) {
-        const char *held = task_held(c, job->task_sha256);
-        if (!held) {
-            errno = ENOENT; /* not sent and not held: the coordinator's mistake */
+        if (!kf_task_cache_find(c->work_dir, job->task_sha256, dir, dirlen)) {
+            errno = ENOENT; /* not sent and not held */
             return -1;
         }
-        snprintf(dir, dirlen, "%s", held);
         return 0;
     }
     int rc = materialize_task_files(c, job, dir, dirlen);
-    if (rc == 0) task_remember(c, job->task_sha256, dir);
+    if (rc == 0 && job->task_sha256) (void)kf_task_cache_remember(&c->tasks, c->work_dir, job->task_sha256, dir);
     return rc;
 }
 
@@ -580,7 +538,7 @@ static void batch_adopt(daemon_cfg *c, lease_batch *out, Kfarm__Reply *rep)
     for (int k = 0; k < out->n; k++) {
         char dir[1536];
         if (!task_abbreviated(out->j[k].job) && out->j[k].job->task_sha256 &&
-            !task_held(c, out->j[k].job->task_sha256))
+            !kf_task_cache_find(c->work_dir, out->j[k].job->task_sha256, dir, sizeof(dir)))
             (void)materialize_task(c, out->j[k].job, dir, sizeof(dir));
     }
 }
@@ -683,12 +641,10 @@ static int send_results(daemon_cfg *c, const Kfarm__Job *const *jobs, kf_eval_re
  * the tasks this worker holds to come by name only (tasks_once). */
 static void getjob_want(daemon_cfg *c, Kfarm__GetJob *gj, int want)
 {
-    size_t n = 0;
-    for (int i = 0; i < c->n_tasks; i++) /* only those still on disk */
-        if (task_held(c, c->tasks[i].sha)) c->have[n++] = c->tasks[i].sha;
+    size_t n = kf_task_cache_have(&c->tasks, c->work_dir); /* only those still on disk */
     gj->has_tasks_once = gj->tasks_once = 1;
     gj->n_have_tasks = n;
-    gj->have_tasks = n ? c->have : NULL;
+    gj->have_tasks = n ? c->tasks.have : NULL;
     gj->has_max_jobs = want > 1;
     gj->max_jobs = (uint32_t)(want > 1 ? want : 0);
 }

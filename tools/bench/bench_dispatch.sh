@@ -13,8 +13,11 @@
 #   HISTORY=0              finished jobs (with candidates and evaluations) the
 #                          campaign holds before its queue (loadgen --history,
 #                          written with generate_series)
-#   GRAPHILE_QUEUE=100000  graphile-worker jobs queued before each run (its
-#                          batched mode would empty 20,000 in about a second)
+#   GRAPHILE_QUEUE=100000  graphile-worker jobs queued before each plain run
+#   GRAPHILE_BATCHED_QUEUE=50000 x DURATION  the same for each batched run: enough
+#                          that its window lasts DURATION like kernelfarm's
+#                          (batched, it did 34,000-47,500 jobs/s on the 2-core
+#                          VM; 100,000 ran dry in 2.6 s, a window of its ramp-up)
 #   BUILD=build-bench      build folder (configured here when it has no cache)
 #   KFARM_DEVDB_DIR=/tmp/kfdispatch-db  the private PostgreSQL cluster
 #   KEEP_DB=1              leave the cluster running at the end
@@ -80,7 +83,8 @@
 #      Register, GetJob -> Heartbeat -> Result ok), stops the coordinator
 #      (SIGTERM) and records its CPU time;
 #    - graphile-worker, plain and batched: `node tools/bench/graphile/bench.js
-#      --workers N --queue GRAPHILE_QUEUE --duration DURATION [--batched]`
+#      --workers N --queue GRAPHILE_QUEUE (batched: GRAPHILE_BATCHED_QUEUE)
+#      --duration DURATION [--batched]`
 #      (concurrency N, a task that does no work; batched: local queue and
 #      grouped completions);
 # 4. prints every run's RESULT lines, then one table of medians:
@@ -103,6 +107,7 @@ runs=${RUNS:-3}
 duration=${DURATION:-10}
 queue=${QUEUE:-20000}
 gqueue=${GRAPHILE_QUEUE:-100000}
+gbqueue=${GRAPHILE_BATCHED_QUEUE:-$((50000 * ${duration%.*}))}
 
 echo "== build ($build)"
 if [ ! -f "$build/CMakeCache.txt" ]; then
@@ -179,10 +184,11 @@ run_kfarm() { # N RUN [K coordinators]
 }
 
 run_graphile() { # N RUN [--batched]
-  local n=$1 r=$2 rc=0
+  local n=$1 r=$2 rc=0 q=$gqueue
   shift 2
+  [ "${1:-}" = --batched ] && q=$gbqueue
   tools/devdb createdb "gwd_${n}_$r" >/dev/null 2>&1
-  (cd tools/bench/graphile && PGDATABASE="gwd_${n}_$r" node bench.js --workers "$n" --queue "$gqueue" \
+  (cd tools/bench/graphile && PGDATABASE="gwd_${n}_$r" node bench.js --workers "$n" --queue "$q" \
     --duration "$duration" --settle "${SETTLE:-1}" "$@" 2> >(grep -v "smaller than concurrency" >&2)) || rc=$?
   tools/devdb dropdb "gwd_${n}_$r" >/dev/null 2>&1 || true
   return $rc
@@ -197,7 +203,7 @@ status=0
   echo "postgres: $(psql "$conn" -tAc 'SHOW server_version' 2>/dev/null || echo '?') (devdb: fsync on, unix socket; $(tools/devdb status | sed 's/.*; //'))"
   echo "node:     $(node --version), graphile-worker $(node -p 'require("./tools/bench/graphile/node_modules/graphile-worker/package.json").version')"
   echo "commit:   $(git rev-parse --short HEAD 2>/dev/null || echo ?)"
-  echo "settings: WORKERS='$workers_list' RUNS=$runs DURATION=$duration QUEUE=$queue GRAPHILE_QUEUE=$gqueue PIGGYBACK=${PIGGYBACK:-0} JOBS_PER_LEASE=${JOBS_PER_LEASE:-1} BATCH_RESULTS=${BATCH_RESULTS:-0} EVAL_MS=${EVAL_MS:-0} STAGGER=${STAGGER:-0} HEARTBEATS=${HEARTBEATS:-1} COORD_THREADS=${COORD_THREADS:-default} COORDS='$coords_list' CONNECT_ALL=${CONNECT_ALL:-0} HISTORY=${HISTORY:-0} HUGEPAGES=${HUGEPAGES:-try} TASKS_ONCE=${TASKS_ONCE:-1}"
+  echo "settings: WORKERS='$workers_list' RUNS=$runs DURATION=$duration QUEUE=$queue GRAPHILE_QUEUE=$gqueue GRAPHILE_BATCHED_QUEUE=$gbqueue PIGGYBACK=${PIGGYBACK:-0} JOBS_PER_LEASE=${JOBS_PER_LEASE:-1} BATCH_RESULTS=${BATCH_RESULTS:-0} EVAL_MS=${EVAL_MS:-0} STAGGER=${STAGGER:-0} HEARTBEATS=${HEARTBEATS:-1} COORD_THREADS=${COORD_THREADS:-default} COORDS='$coords_list' CONNECT_ALL=${CONNECT_ALL:-0} HISTORY=${HISTORY:-0} HUGEPAGES=${HUGEPAGES:-try} TASKS_ONCE=${TASKS_ONCE:-1}"
   rc=0
   for n in $workers_list; do
     for r in $(seq "$runs"); do

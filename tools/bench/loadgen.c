@@ -129,6 +129,7 @@
 #define LG_PER_PROC 500   /* nanomsg allows 512 sockets per process */
 #define LG_SNDTAG 0x80000000u /* epoll data: the sim's send fd, not its receive fd */
 #define LG_MAX_ADDRS 16       /* --coordinator addresses at most */
+#define LG_TASKS 8            /* tasks a simulated worker remembers (the newest) */
 
 enum { C_REGISTER, C_GETJOB, C_HEARTBEAT, C_RESULT, C_N };
 /* phases of a run (lg.phase) */
@@ -170,7 +171,8 @@ typedef struct {
     int next_res;        /* the job whose Result is to be sent next */
     int batched;         /* results sent in Result.more with the one in flight */
     unsigned char gone[KF_QUEUE_MAX_LEASES]; /* leases the coordinator cancelled */
-    char task_sha[72];   /* the task this worker holds (--tasks-once): Job.task_sha256 */
+    char task_sha[LG_TASKS][72]; /* the tasks this worker holds (--tasks-once): Job.task_sha256 */
+    int ntasks;
     uint64_t rng;        /* the evaluation times' xorshift state */
 } sim;
 
@@ -336,10 +338,11 @@ static int send_call(driver *d, int i)
         gj.has_max_jobs = 1;
         gj.max_jobs = (uint32_t)d->g->per_lease;
     }
-    char *have[1] = { s->task_sha };
+    char *have[LG_TASKS];
+    for (int t = 0; t < s->ntasks; t++) have[t] = s->task_sha[t];
     if (d->g->tasks_once) {
         gj.has_tasks_once = gj.tasks_once = 1;
-        gj.n_have_tasks = s->task_sha[0] ? 1 : 0;
+        gj.n_have_tasks = (size_t)s->ntasks;
         gj.have_tasks = have;
     }
     switch (s->call) {
@@ -515,10 +518,20 @@ static void adopt_jobs(driver *d, sim *s, Kfarm__Reply *rep)
     for (int k = 0; k < s->nheld; k++) {
         const Kfarm__Job *j = held_job(s, k);
         const char *sha = j->task_sha256 ? j->task_sha256 : "";
-        if (j->task_json[0] || j->n_task_files > 0) /* in full: now held */
-            snprintf(s->task_sha, sizeof(s->task_sha), "%s", sha);
-        else if (!sha[0] || strcmp(sha, s->task_sha) != 0)
+        int held = -1;
+        for (int t = 0; t < s->ntasks && held < 0; t++)
+            if (!strcmp(s->task_sha[t], sha)) held = t;
+        if (j->task_json[0] || j->n_task_files > 0) { /* in full: now held */
+            if (held < 0 && sha[0]) {
+                if (s->ntasks == LG_TASKS) {
+                    memmove(s->task_sha[0], s->task_sha[1], sizeof(s->task_sha[0]) * (LG_TASKS - 1));
+                    s->ntasks--;
+                }
+                snprintf(s->task_sha[s->ntasks++], sizeof(s->task_sha[0]), "%s", sha);
+            }
+        } else if (!sha[0] || held < 0) {
             d->task_missing++;
+        }
     }
 }
 
