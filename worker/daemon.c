@@ -295,7 +295,7 @@ static int task_abbreviated(const Kfarm__Job *job)
 static int materialize_task(daemon_cfg *c, const Kfarm__Job *job, char *dir, size_t dirlen)
 {
     if (task_abbreviated(job)) {
-        if (!kf_task_cache_find(c->work_dir, job->task_sha256, dir, dirlen)) {
+        if (!kf_task_cache_find(&c->tasks, c->work_dir, job->task_sha256, dir, dirlen)) {
             errno = ENOENT; /* not sent and not held */
             return -1;
         }
@@ -332,23 +332,50 @@ static int materialize_task_files(daemon_cfg *c, const Kfarm__Job *job, char *di
     kf_util_sha256_hex(cat, total, hash);
     free(cat);
     snprintf(dir, dirlen, "%s/tasks/%.16s", c->work_dir, hash);
-    char path[2048];
+    char path[2048], tmp[1600];
     snprintf(path, sizeof(path), "%s/.complete", dir);
     if (access(path, F_OK) == 0) return 0;
-    if (kf_util_mkdirs(dir) < 0) return -1;
-    snprintf(path, sizeof(path), "%s/task.json", dir);
-    if (kf_util_write_file(path, job->task_json, strlen(job->task_json)) < 0) return -1;
-    for (size_t i = 0; i < job->n_task_files; i++) {
+    /* written whole in a directory of its own, then renamed into place:
+     * another worker sharing the work dir never sees it half written, and
+     * never rewrites one it already uses */
+    snprintf(tmp, sizeof(tmp), "%s/tasks/.%.16s.%ld.%u", c->work_dir, hash, (long)getpid(), ++c->tasks.seq);
+    kf_util_rmtree(tmp);
+    int rc = kf_util_mkdirs(tmp);
+    if (rc == 0) {
+        snprintf(path, sizeof(path), "%s/task.json", tmp);
+        rc = kf_util_write_file(path, job->task_json, strlen(job->task_json));
+    }
+    for (size_t i = 0; rc == 0 && i < job->n_task_files; i++) {
         const Kfarm__TaskFile *f = job->task_files[i];
         if (strchr(f->name, '/') || f->name[0] == '.' || !f->name[0]) {
             errno = EINVAL;
-            return -1;
+            rc = -1;
+            break;
         }
-        snprintf(path, sizeof(path), "%s/%s", dir, f->name);
-        if (kf_util_write_file(path, f->content.data, f->content.len) < 0) return -1;
+        snprintf(path, sizeof(path), "%s/%s", tmp, f->name);
+        rc = kf_util_write_file(path, f->content.data, f->content.len);
     }
-    snprintf(path, sizeof(path), "%s/.complete", dir);
-    return kf_util_write_file(path, "", 0);
+    if (rc == 0) {
+        snprintf(path, sizeof(path), "%s/.complete", tmp);
+        rc = kf_util_write_file(path, "", 0);
+    }
+    if (rc == 0 && rename(tmp, dir) < 0) {
+        /* another process put the same task there first: use it (an older
+         * half-written one, from before this rule, is replaced) */
+        snprintf(path, sizeof(path), "%s/.complete", dir);
+        if (access(path, F_OK) == 0) {
+            kf_util_rmtree(tmp);
+            return 0;
+        }
+        kf_util_rmtree(dir);
+        rc = rename(tmp, dir);
+    }
+    if (rc < 0) {
+        int e = errno;
+        kf_util_rmtree(tmp);
+        errno = e;
+    }
+    return rc;
 }
 
 /* Paths of one job's files on this worker. */
@@ -538,7 +565,7 @@ static void batch_adopt(daemon_cfg *c, lease_batch *out, Kfarm__Reply *rep)
     for (int k = 0; k < out->n; k++) {
         char dir[1536];
         if (!task_abbreviated(out->j[k].job) && out->j[k].job->task_sha256 &&
-            !kf_task_cache_find(c->work_dir, out->j[k].job->task_sha256, dir, sizeof(dir)))
+            !kf_task_cache_find(&c->tasks, c->work_dir, out->j[k].job->task_sha256, dir, sizeof(dir)))
             (void)materialize_task(c, out->j[k].job, dir, sizeof(dir));
     }
 }
@@ -914,6 +941,11 @@ int kf_daemon_main(int argc, char **argv)
         return 2;
     }
     snprintf(c.worker_id, sizeof(c.worker_id), "%s", cname);
+    if (work && strlen(work) >= sizeof(c.work_dir) - 100) { /* room for tasks/, jobs/, cache/ below it */
+        fprintf(stderr, "kfarm-worker: --work-dir is too long (%zu characters, at most %zu)\n", strlen(work),
+                sizeof(c.work_dir) - 101);
+        return 2;
+    }
     if (work) snprintf(c.work_dir, sizeof(c.work_dir), "%s", work);
     else snprintf(c.work_dir, sizeof(c.work_dir), ".kfarm/worker-%s", c.worker_id);
     snprintf(c.cache_dir, sizeof(c.cache_dir), "%s/cache", c.work_dir);
