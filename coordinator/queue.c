@@ -806,12 +806,12 @@ static void grp_decide(kf_queue_item *it, grp_item *g, kf_queue_status st, const
  * token it was given), so a wrong one is left to kf_queue_result's
  * constant-time check and refusal; the tokens of the rows marked done are
  * compared again here, in constant time, and a mismatch rolls the group
- * back (returns -1: the caller stores each item on its own). A leased job with its current token has no evaluation of that
- * token (every path that stores one moves the job off 'leased' in the same
- * transaction, and a new lease draws a new token); the unique index
- * (job_id, fencing_token) backs this, and a violation fails the group into
- * the same fallback. Returns the number of items stored, or -1 (rolled
- * back; err). */
+ * back (returns -1: the caller stores each item on its own). A leased job
+ * with its current token has no evaluation of that token (every path that
+ * stores one moves the job off 'leased' in the same transaction, and a new
+ * lease draws a new token); the unique index (job_id, fencing_token) backs
+ * this, and a violation fails the group into the same fallback. Returns the
+ * number of items stored, or -1 (rolled back; err). */
 static int grp_store(kf_db *db, kf_queue_item *it, grp_item *g, int n, char *err, size_t errlen)
 {
     enum { C_JOB, C_WORKER, C_TOKEN, C_VERDICT, C_DETAIL, C_METRICS, C_CUS, C_BUS, C_SPEEDUP, C_LOG,
@@ -886,8 +886,8 @@ static int grp_store(kf_db *db, kf_queue_item *it, grp_item *g, int n, char *err
      * could read every leased job through the partial index jobs_leased
      * (planned while few were leased; 64,000 rows per group at 1,000
      * workers with leases of 64, a group transaction of 55 ms instead of
-     * 23: docs/benchmarks.md, 2026-12-07 morning). The evaluations' counts go to
-     * campaign_counts (schema 006): the group stores only eval jobs'
+     * 23: docs/benchmarks.md, 2026-12-07 morning). The evaluations' counts
+     * go to campaign_counts (schema 006): the group stores only eval jobs'
      * results, all final. */
     PGresult *r = kf_db_exec(db,
         "WITH x AS MATERIALIZED (SELECT *, 'leased'::text AS want FROM unnest($1::bigint[], $2::text[],"

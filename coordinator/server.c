@@ -789,7 +789,6 @@ static void on_get_job(kf_server *s, const Kfarm__GetJob *m, Kfarm__Reply *rep, 
     size_t bytes = 0;
     int kept = 0, failed = 0;
     int64_t row_job[KF_QUEUE_MAX_LEASES]; /* each payload row's job id, parsed once */
-    int in_full[KF_QUEUE_MAX_LEASES];     /* job i carries its task in full */
     int nrows = PQntuples(ls->r) < KF_QUEUE_MAX_LEASES ? PQntuples(ls->r) : KF_QUEUE_MAX_LEASES;
     for (int k = 0; k < nrows; k++) row_job[k] = kf_db_i64(ls->r, k, KF_QUEUE_PL_JOB, -1);
     for (int i = 0; i < got && !failed; i++) {
@@ -814,14 +813,13 @@ static void on_get_job(kf_server *s, const Kfarm__GetJob *m, Kfarm__Reply *rep, 
         if (m->has_tasks_once && m->tasks_once) {
             for (size_t h = 0; h < m->n_have_tasks && h < KF_SERVER_HAVE_TASKS && full; h++)
                 full = strcmp(m->have_tasks[h], sha) != 0;
-            for (int k = 0; k < i && full; k++)
-                full = !in_full[k] || strcmp(ls->p[k].job.task_sha256, sha) != 0;
+            for (int k = 0; k < i && full; k++) /* a job in full has its task.json */
+                full = !ls->p[k].job.task_json[0] || strcmp(ls->p[k].job.task_sha256, sha) != 0;
         }
         size_t b = (full ? tb : strlen(sha)) + (size_t)PQgetlength(ls->r, row, KF_QUEUE_PL_SOURCE) +
                    (size_t)PQgetlength(ls->r, row, KF_QUEUE_PL_DEFINES);
         if (i > 0 && bytes + b > KF_SERVER_REPLY_BUDGET) break; /* the rest go back */
         ls->n = i + 1;
-        in_full[i] = full;
         if (build_payload(s, &ls->l[i], &ls->p[i], ls->r, row, task, sha, full, err, sizeof(err)) < 0) {
             failed = 1;
             break;

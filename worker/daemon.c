@@ -282,28 +282,10 @@ static int heartbeat_tick(void *arg)
     return h->n > 0 && h->jobs[0] && h->jobs[0]->lost;
 }
 
-static int materialize_task_files(daemon_cfg *c, const Kfarm__Job *job, char *dir, size_t dirlen);
-
 /* Does the job name its task only (GetJob.tasks_once: the worker holds it)? */
 static int task_abbreviated(const Kfarm__Job *job)
 {
     return job->task_sha256 && job->task_sha256[0] && !job->task_json[0] && job->n_task_files == 0;
-}
-
-/* Write the job's task files to work_dir/tasks/<hash>/ (once), or find them
- * there when the job names a task this worker holds (task_abbreviated). */
-static int materialize_task(daemon_cfg *c, const Kfarm__Job *job, char *dir, size_t dirlen)
-{
-    if (task_abbreviated(job)) {
-        if (!kf_task_cache_find(&c->tasks, c->work_dir, job->task_sha256, dir, dirlen)) {
-            errno = ENOENT; /* not sent and not held */
-            return -1;
-        }
-        return 0;
-    }
-    int rc = materialize_task_files(c, job, dir, dirlen);
-    if (rc == 0 && job->task_sha256) (void)kf_task_cache_remember(&c->tasks, c->work_dir, job->task_sha256, dir);
-    return rc;
 }
 
 /* Write the job's task files (sent in full) to work_dir/tasks/<hash>/ (once). */
@@ -375,6 +357,22 @@ static int materialize_task_files(daemon_cfg *c, const Kfarm__Job *job, char *di
         kf_util_rmtree(tmp);
         errno = e;
     }
+    return rc;
+}
+
+/* Write the job's task files to work_dir/tasks/<hash>/ (once), or find them
+ * there when the job names a task this worker holds (task_abbreviated). */
+static int materialize_task(daemon_cfg *c, const Kfarm__Job *job, char *dir, size_t dirlen)
+{
+    if (task_abbreviated(job)) {
+        if (!kf_task_cache_find(&c->tasks, c->work_dir, job->task_sha256, dir, dirlen)) {
+            errno = ENOENT; /* not sent and not held */
+            return -1;
+        }
+        return 0;
+    }
+    int rc = materialize_task_files(c, job, dir, dirlen);
+    if (rc == 0 && job->task_sha256) (void)kf_task_cache_remember(&c->tasks, c->work_dir, job->task_sha256, dir);
     return rc;
 }
 

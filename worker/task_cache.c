@@ -98,10 +98,13 @@ static int write_link(kf_task_cache *tc, const char *work_dir, const char *sha, 
 int kf_task_cache_remember(kf_task_cache *tc, const char *work_dir, const char *sha, const char *dir)
 {
     if (!sha || !sha[0] || strlen(sha) >= sizeof(tc->sha[0]) || strlen(dir) >= sizeof(tc->dir[0])) return -1;
-    if (kf_task_cache_sha_ok(sha)) (void)write_link(tc, work_dir, sha, dir);
     int at = -1;
     for (int i = 0; i < tc->n && at < 0; i++)
         if (!strcmp(tc->sha[i], sha)) at = i;
+    /* the link once per task and directory (a reply's jobs in full ask
+     * again at adoption and at preparation) */
+    if (kf_task_cache_sha_ok(sha) && (at < 0 || strcmp(tc->dir[at], dir) != 0))
+        (void)write_link(tc, work_dir, sha, dir);
     if (at >= 0) { /* moved to the newest place, with its (perhaps new) directory */
         memmove(&tc->sha[at], &tc->sha[at + 1], sizeof(tc->sha[0]) * (size_t)(tc->n - at - 1));
         memmove(&tc->dir[at], &tc->dir[at + 1], sizeof(tc->dir[0]) * (size_t)(tc->n - at - 1));
