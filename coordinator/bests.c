@@ -82,7 +82,7 @@ static double jd(json_t *o, const char *k)
     "e.is_final AND e.verdict = 'ok' AND e.speedup > 0 AND e.job_purpose = 'eval'"
 static const char OVERALL_SQL[] =
     /* from the final ok results only: a job per target and candidate
-     * (jobs_one_eval), so a candidate is ok on every target when it has
+     * (jobs_candidate_target), so a candidate is ok on every target when it has
      * that many of them. ln() only of positive values (an interval's end
      * may be missing). evaluations_ok_campaign holds every column read
      * here: an index-only scan without a join (or, for a set, the

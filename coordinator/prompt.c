@@ -584,10 +584,10 @@ int kf_prompt_build(kf_db *db, int64_t campaign_id, int64_t parent_id,
         snprintf(lim, sizeof(lim), "%d", opts->failures_limit);
         const char *pf[2] = { cid, lim };
         PGresult *f = kf_db_exec(db,
-            "(SELECT e.created_at, 'candidate ' || k.id || ' (' || j.target || '): ' || e.verdict"
+            "(SELECT e.created_at, 'candidate ' || e.candidate_id || ' (' || e.job_target || '): ' || e.verdict"
             "   || COALESCE(': ' || left(regexp_replace(e.detail, '\\s+', ' ', 'g'), 240), '') AS line"
-            " FROM evaluations e JOIN jobs j ON j.id = e.job_id JOIN candidates k ON k.id = e.candidate_id"
-            " WHERE j.campaign_id = $1::bigint AND j.purpose = 'eval' AND e.is_final AND e.verdict <> 'ok'"
+            " FROM evaluations e"
+            " WHERE e.job_campaign_id = $1::bigint AND e.job_purpose = 'eval' AND e.is_final AND e.verdict <> 'ok'"
             " ORDER BY e.id DESC LIMIT $2::int)"
             " UNION ALL "
             "(SELECT p.finished_at, 'proposal ' || p.id || ': ' || left(p.reason, 240)"

@@ -228,7 +228,7 @@ static int insert_variants(kf_db *db, const char *cid, const char *source, const
         "INSERT INTO jobs (candidate_id, campaign_id, target, max_attempts) "
         "SELECT k, c.id, t, c.max_attempts FROM campaigns c, unnest(c.targets) t,"
         "  unnest($2::bigint[]) k WHERE c.id = $1::bigint ORDER BY k, t "
-        "ON CONFLICT (candidate_id, target) WHERE purpose = 'eval' DO NOTHING", 2, pj, err, errlen);
+        "ON CONFLICT (candidate_id, target, verifies) DO NOTHING", 2, pj, err, errlen);
     free(ids);
     if (rc < 0) return -1;
     *n_new = n;
@@ -406,7 +406,7 @@ static int start_seed(kf_db *db, const char *cid, const llm_cfg *c, json_t *stat
         rc = kf_db_cmd(db,
             "INSERT INTO jobs (candidate_id, campaign_id, target, max_attempts) "
             "SELECT $2::bigint, c.id, t, c.max_attempts FROM campaigns c, unnest(c.targets) t "
-            "WHERE c.id = $1::bigint ON CONFLICT (candidate_id, target) WHERE purpose = 'eval' DO NOTHING", 2, pj, err, errlen);
+            "WHERE c.id = $1::bigint ON CONFLICT (candidate_id, target, verifies) DO NOTHING", 2, pj, err, errlen);
     } else if (rc == 0) {
         int64_t first;
         int n_new;

@@ -138,6 +138,26 @@ int main(void)
     CHECK(q1(db, "SELECT count(*) FROM candidates WHERE proposer = 'tune'") == 8,
           "re-expansion made duplicates");
     CHECK(q1(db, "SELECT count(*) FROM jobs") == 8, "re-expansion made duplicate jobs");
+    {
+        /* the schema itself refuses a second evaluation job of a candidate
+         * on a target (schema/014: one unique index with NULLS NOT DISTINCT
+         * on verifies, which an evaluation job never has) and a
+         * verification job that names no evaluation */
+        char e2[512];
+        CHECK(kf_db_cmd(db, "INSERT INTO jobs (candidate_id, campaign_id, target)"
+                            " SELECT candidate_id, campaign_id, target FROM jobs ORDER BY id LIMIT 1",
+                        0, NULL, e2, sizeof(e2)) < 0 && strstr(e2, "jobs_candidate_target"),
+              "duplicate evaluation job accepted: %s", e2);
+        CHECK(kf_db_cmd(db, "INSERT INTO jobs (candidate_id, campaign_id, target, purpose)"
+                            " SELECT candidate_id, campaign_id, target, 'verify' FROM jobs ORDER BY id LIMIT 1",
+                        0, NULL, e2, sizeof(e2)) < 0 && strstr(e2, "jobs_verifies_iff_verify"),
+              "verification job without its evaluation accepted: %s", e2);
+        CHECK(kf_db_cmd(db, "INSERT INTO jobs (candidate_id, campaign_id, target)"
+                            " SELECT candidate_id, campaign_id, target || '-other' FROM jobs ORDER BY id LIMIT 1",
+                        0, NULL, e2, sizeof(e2)) == 0, "a job on another target refused: %s", e2);
+        exec_ok(db, "DELETE FROM jobs WHERE target LIKE '%-other'");
+        CHECK(q1(db, "SELECT count(*) FROM jobs") == 8, "jobs after the schema checks");
+    }
 
     /* Budget: an even sample of the variants. */
     spec.name = "q-budget";
