@@ -90,7 +90,8 @@
  *     loadgen_cpu_s=.. warmup_s=.. ran_dry=0|1 verified=0|1 per_lease=..
  *     batch_results=.. coords=K connect_all=0|1 dup_finals=.. history=H
  *     eval_ms=.. stagger=0|1 tcp_retrans=.. tcp_timeouts=.. listen_drops=..
- *     tasks_once=0|1 task_missing=..
+ *     tasks_once=0|1 task_missing=.. pg_us_per_job=.. coord_us_per_job=..
+ *     machine_us_per_job=.. steal_s=..
  * jobs/s = results acknowledged OK inside the window / window length (s).
  * loadgen_cpu_s is the driving processes' own CPU time (user + system) in
  * the window, s: on a small machine the load generator competes with the
@@ -98,10 +99,18 @@
  * and listen_drops: the machine's TCP counters (all its connections) over
  * the window: retransmitted segments, retransmission timer expiries (each
  * >= 200 ms of latency for the request it carried), SYNs dropped on a full
- * listen queue.
+ * listen queue. pg_us_per_job, coord_us_per_job, machine_us_per_job: CPU
+ * time (user + system) in the window per job of the window, µs, of the
+ * PostgreSQL cluster (its postmaster and children, when it runs on this
+ * machine), of the processes named kfarm-coordinator, and of the whole
+ * machine (/proc/stat); steal_s: CPU time the hypervisor gave to others in
+ * the window, s, all CPUs. On a saturated machine jobs/s moves with what
+ * else runs on it; the CPU a job costs does not: the A/B measure of a
+ * change (-1: unknown, e.g. a remote database).
  *
  * Exit status: 0 ok, 1 failure (setup, nothing measured, verification), 2 usage.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -244,6 +253,86 @@ static void tcp_counters(const char *const *want, int n, long *out)
         }
         fclose(fp);
     }
+}
+
+/* One /proc/PID/stat: its parent's pid, comm (at most 15 characters) and
+ * CPU times in clock ticks (user + system of the process, and of the
+ * children it has waited for). Returns 0, or -1 (gone, unreadable). */
+static int proc_stat(const char *pid, long *ppid, char *comm, size_t commlen, unsigned long long *self,
+                     unsigned long long *reaped)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%s/stat", pid);
+    FILE *fp = fopen(path, "r");
+    if (!fp) return -1;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, fp);
+    fclose(fp);
+    buf[n] = 0;
+    char *l = strchr(buf, '('), *r = strrchr(buf, ')');
+    if (!l || !r || r < l) return -1;
+    snprintf(comm, commlen, "%.*s", (int)(r - l - 1), l + 1);
+    unsigned long long ut, st, cut, cst;
+    /* after ")": state ppid pgrp session tty tpgid flags minflt cminflt
+     * majflt cmajflt utime stime cutime cstime (proc(5)) */
+    if (sscanf(r + 1, " %*c %ld %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu", ppid, &ut, &st,
+               &cut, &cst) != 5)
+        return -1;
+    *self = ut + st;
+    *reaped = cut + cst;
+    return 0;
+}
+
+/* CPU time, s, of everything the run costs on this machine: the
+ * PostgreSQL cluster whose postmaster is `postmaster` (it and its children,
+ * with the children it has reaped: backends that ended, autovacuum
+ * workers), the processes named kfarm-coordinator, and the whole machine's
+ * busy and stolen time (/proc/stat). -1 where unknown. A window's
+ * difference divided by its jobs is the CPU each job cost: unlike jobs/s
+ * on a saturated machine, it does not move with what else shares it. */
+typedef struct {
+    double pg, coord, busy, steal;
+} cpu_snap;
+
+static void cpu_snapshot(long postmaster, cpu_snap *c)
+{
+    double hz = (double)sysconf(_SC_CLK_TCK);
+    unsigned long long pg = 0, co = 0;
+    int seen_pm = 0;
+    DIR *dir = opendir("/proc");
+    struct dirent *de;
+    while (dir && (de = readdir(dir))) {
+        if (de->d_name[0] < '0' || de->d_name[0] > '9') continue;
+        long pid = strtol(de->d_name, NULL, 10), ppid = 0;
+        char comm[32];
+        unsigned long long self, reaped;
+        if (proc_stat(de->d_name, &ppid, comm, sizeof(comm), &self, &reaped) < 0) continue;
+        if (postmaster > 0 && pid == postmaster) {
+            pg += self + reaped;
+            seen_pm = 1;
+        } else if (postmaster > 0 && ppid == postmaster) {
+            pg += self;
+        } else if (!strcmp(comm, "kfarm-coordinat")) {
+            co += self;
+        }
+    }
+    if (dir) closedir(dir);
+    c->pg = seen_pm ? (double)pg / hz : -1;
+    c->coord = (double)co / hz;
+    c->busy = c->steal = -1;
+    FILE *fp = fopen("/proc/stat", "r");
+    unsigned long long v[8];
+    if (fp && fscanf(fp, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
+                     &v[5], &v[6], &v[7]) == 8) {
+        c->busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6]) / hz; /* user nice system irq softirq */
+        c->steal = (double)v[7] / hz;
+    }
+    if (fp) fclose(fp);
+}
+
+/* CPU µs per job between two snapshots' values (s); -1 when unknown. */
+static double per_job(double before, double after, long jobs)
+{
+    return before >= 0 && after >= 0 && jobs > 0 ? (after - before) * 1e6 / (double)jobs : -1;
 }
 
 /* Monotonic clock, ns. */
@@ -1281,6 +1370,21 @@ int main(int argc, char **argv)
         return 1;
     }
     double t2 = (double)now_ns() / 1e9;
+    /* the cluster's postmaster, when it runs on this machine: the parent
+     * of this connection's backend (for the window's CPU accounting) */
+    long postmaster = -1;
+    {
+        char e2[256];
+        PGresult *r = kf_db_exec(db, "SELECT pg_backend_pid()", 0, NULL, e2, sizeof(e2));
+        if (r && PQntuples(r) == 1) {
+            char comm[32];
+            unsigned long long self, reaped;
+            if (proc_stat(PQgetvalue(r, 0, 0), &postmaster, comm, sizeof(comm), &self, &reaped) < 0 ||
+                strcmp(comm, "postgres"))
+                postmaster = -1;
+        }
+        if (r) PQclear(r);
+    }
     printf("loadgen: %ld finished and %ld queued jobs written in %.2f s (campaign %s), %d workers enrolled in %.2f s\n",
            queue > 0 ? history : 0, queue, t1 - t0, queue > 0 ? cname : "-", g->workers, t2 - t1);
     if (settle) {
@@ -1351,6 +1455,8 @@ int main(int argc, char **argv)
     static const char *const tcp_names[3] = { "RetransSegs", "TCPTimeouts", "ListenDrops" };
     long tcp0[3], tcp1[3];
     tcp_counters(tcp_names, 3, tcp0);
+    cpu_snap cpu0, cpu1;
+    cpu_snapshot(postmaster, &cpu0);
     int64_t t_start = now_ns();
     double warm_s = (double)(t_start - t_warm) / 1e9;
     int warmed = atomic_load(&g->warmed);
@@ -1364,6 +1470,7 @@ int main(int argc, char **argv)
     while (!fatal && atomic_load(&g->phase) == PH_MEASURE && now_ns() < end) usleep(1000);
     ph = PH_MEASURE;
     if (atomic_compare_exchange_strong(&g->phase, &ph, PH_DRAIN)) atomic_store(&g->t_end_ns, now_ns());
+    cpu_snapshot(postmaster, &cpu1);
     tcp_counters(tcp_names, 3, tcp1);
     /* the drain: until every request of the window is answered (their
      * latencies are not cut short), at most --drain-s */
@@ -1467,13 +1574,16 @@ int main(int argc, char **argv)
            "result_p99_ms=%.2f result_max_ms=%.2f no_job=%ld errors=%ld timeouts=%ld "
            "loadgen_cpu_s=%.2f warmup_s=%.2f ran_dry=%d verified=%d per_lease=%d batch_results=%d "
            "coords=%d connect_all=%d dup_finals=%ld history=%ld eval_ms=%d stagger=%d "
-           "tcp_retrans=%ld tcp_timeouts=%ld listen_drops=%ld tasks_once=%d task_missing=%ld\n",
+           "tcp_retrans=%ld tcp_timeouts=%ld listen_drops=%ld tasks_once=%d task_missing=%ld "
+           "pg_us_per_job=%.1f coord_us_per_job=%.1f machine_us_per_job=%.1f steal_s=%.2f\n",
            g->workers, procs, secs, ok, rate, p50[C_REGISTER], p99[C_REGISTER], p50[C_GETJOB],
            p99[C_GETJOB], mx[C_GETJOB], p50[C_HEARTBEAT], p99[C_HEARTBEAT], p50[C_RESULT],
            p99[C_RESULT], mx[C_RESULT], no_job, errors, timeouts, lg_cpu, warm_s,
            atomic_load(&g->ran_dry), verified, g->per_lease, g->batch_results, g->naddr, g->connect_all,
            dup, queue > 0 ? history : 0, g->eval_ms, g->stagger, tcp1[0] - tcp0[0], tcp1[1] - tcp0[1],
-           tcp1[2] - tcp0[2], g->tasks_once, task_missing);
+           tcp1[2] - tcp0[2], g->tasks_once, task_missing, per_job(cpu0.pg, cpu1.pg, ok),
+           per_job(cpu0.coord, cpu1.coord, ok), per_job(cpu0.busy, cpu1.busy, ok),
+           cpu0.steal >= 0 && cpu1.steal >= 0 ? cpu1.steal - cpu0.steal : -1);
     for (int c = 0; c < C_N; c++) free(all[c].v);
     free(g->keys);
     if (fatal || ok == 0 || !verified) return 1;
