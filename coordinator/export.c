@@ -1990,16 +1990,29 @@ static int export_data(kf_db *db, const char *dir, const char *since, char **now
     /* a chunk's confirmation state: the evaluation's column if there is
      * one, else the job's */
     pool.conf_from_eval = strcmp(ev_f, "NULL") != 0;
-    int has_purpose, has_conf_by;
+    int has_purpose, has_conf_by, has_eval_verify = 0;
     trust_columns(db, &has_purpose, &has_conf_by);
+    {
+        char e2[256];
+        PGresult *r = kf_db_exec(db, "SELECT to_regclass('evaluations_verify') IS NOT NULL", 0, NULL, e2,
+                                 sizeof(e2));
+        has_eval_verify = r && PQntuples(r) == 1 && !strcmp(PQgetvalue(r, 0, 0), "t");
+        if (r) PQclear(r);
+    }
     static const char *const names[] = { "{JOBS}", "{PURPOSE}", "{CONF_BY}", "{VERIFY}" };
+    /* a campaign's verification results: by evaluations_verify (schema
+     * 014: entries for verification results only), else through its jobs */
     const char *values[] = { has_purpose ? "(SELECT * FROM jobs WHERE purpose = 'eval')" : "jobs",
                              has_purpose ? "j.purpose" : "'eval'",
                              has_conf_by ? "e.confirmed_by_worker" : "NULL",
-                             has_purpose ? "UNION ALL SELECT e.verdict, -count(*) FILTER (WHERE e.is_final),"
-                                           " -count(*) FROM jobs j JOIN evaluations e ON e.job_id = j.id"
-                                           " WHERE j.purpose = 'verify' AND j.campaign_id = c.id"
-                                           " GROUP BY e.verdict" : "" };
+                             !has_purpose ? ""
+                             : has_eval_verify ? "UNION ALL SELECT e.verdict, -count(*) FILTER (WHERE e.is_final),"
+                                                 " -count(*) FROM evaluations e WHERE e.job_purpose = 'verify'"
+                                                 " AND e.job_campaign_id = c.id GROUP BY e.verdict"
+                                               : "UNION ALL SELECT e.verdict, -count(*) FILTER (WHERE e.is_final),"
+                                                 " -count(*) FROM jobs j JOIN evaluations e ON e.job_id = j.id"
+                                                 " WHERE j.purpose = 'verify' AND j.campaign_id = c.id"
+                                                 " GROUP BY e.verdict" };
     /* the list's counts: from campaign_counts where the schema has it */
     int has_counts = 0;
     {

@@ -7,12 +7,18 @@
 -- version went into 5 indexes (jobs_pkey, jobs_campaign, jobs_candidate,
 -- jobs_one_eval, jobs_leased) and the done version into 4: 9 entries per
 -- job, two of them in a unique index (a uniqueness check each). Now 3 and
--- 2 (5 per job):
+-- 2 (5 per job), and a queued job's first version 4 instead of 7:
 --
 -- 1. jobs_campaign (campaign_id, state) had an entry for every version of
---    every job. What reads it counts or finds a campaign's jobs that are not
---    done (leased counts, "any job left?"); done jobs are counted in
---    campaign_counts. jobs_open keeps only versions that are not done.
+--    every job, and jobs_leased (lease_deadline) one more for each leased
+--    version. What read jobs_campaign counts or finds a campaign's jobs
+--    that are queued (the jobs_queued* indexes) or leased; done jobs are
+--    counted in campaign_counts. jobs_leased is now keyed by (campaign_id,
+--    lease_deadline): a campaign's leases by its first column, the expired
+--    leases of the fleet by its second (the reaper reads the index's
+--    entries, at most one per leased job, and no row it does not take).
+--    jobs_queued_campaign (schema 004) and jobs_queued_next (schema 008)
+--    held the same entries; the first goes.
 -- 2. jobs_candidate (candidate_id) and jobs_one_eval (candidate_id, target)
 --    WHERE purpose = 'eval' become one unique index on (candidate_id,
 --    target, verifies) with NULLS NOT DISTINCT: an evaluation job has no
@@ -21,9 +27,9 @@
 --    by jobs_one_verify. It serves every lookup by candidate (the foreign
 --    key's cascade from candidates included).
 -- 3. What read a campaign's jobs through jobs_campaign whatever their state
---    now reads them otherwise: verification jobs by jobs_verify (entries
---    for verification jobs only, a few per campaign's winners); a ship of
---    a campaign's winners through its candidates (candidates_norm, then
+--    now reads them otherwise: its verification results by
+--    evaluations_verify (entries for verification results only); a ship
+--    of its winners through its candidates (candidates_norm, then
 --    jobs_candidate_target); a prompt's recent failures from the
 --    evaluations' own campaign column. Deleting a campaign reads the jobs
 --    table once for the foreign key's cascade.
@@ -32,6 +38,8 @@ ALTER TABLE jobs ADD CONSTRAINT jobs_verifies_iff_verify
 CREATE UNIQUE INDEX jobs_candidate_target ON jobs (candidate_id, target, verifies) NULLS NOT DISTINCT;
 DROP INDEX jobs_one_eval;
 DROP INDEX jobs_candidate;
-CREATE INDEX jobs_open ON jobs (campaign_id, state) WHERE state <> 'done';
 DROP INDEX jobs_campaign;
-CREATE INDEX jobs_verify ON jobs (campaign_id) WHERE purpose = 'verify';
+DROP INDEX jobs_leased;
+CREATE INDEX jobs_leased ON jobs (campaign_id, lease_deadline) WHERE state = 'leased';
+DROP INDEX jobs_queued_campaign;
+CREATE INDEX evaluations_verify ON evaluations (job_campaign_id) WHERE job_purpose = 'verify';
