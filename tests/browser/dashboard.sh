@@ -58,7 +58,7 @@ SELECT json_build_object(
      'proposals', (SELECT count(*) FROM proposals WHERE campaign_id = c.id),
      'best_candidate', top.candidate_id,
      'best_candidate_jobs', (SELECT count(*) FROM jobs j JOIN candidates k ON k.id = j.candidate_id
-        LEFT JOIN fin f ON f.job_id = j.id WHERE j.purpose = 'eval' AND j.campaign_id = c.id
+        LEFT JOIN fin f ON f.job_id = j.id WHERE j.purpose = 'eval' AND k.campaign_id = c.id
         AND (('#' || k.id) LIKE '#' || top.candidate_id || '%' OR ('#' || k.parent_id) LIKE '#' || top.candidate_id || '%'
              OR position('#' || top.candidate_id IN COALESCE(left(f.detail, 120), '')) > 0)),
      'parent_candidate', (SELECT parent_id FROM candidates WHERE id = top.candidate_id)) ORDER BY c.id)

@@ -13,8 +13,8 @@ best=$(sql "SELECT e.id FROM evaluations e JOIN jobs j ON j.id = e.job_id WHERE 
 k=$(sql "SELECT candidate_id FROM evaluations WHERE id = $best")
 want=$(sql "SELECT round(speedup::numeric, 4) FROM evaluations WHERE id = $best")
 sql "UPDATE evaluations SET confirmation = 'confirmed', confirmed_by_worker = 'synth-w9' WHERE id = $best;
-     INSERT INTO jobs (candidate_id, campaign_id, target, state, purpose, attempts, worker_id)
-       SELECT candidate_id, campaign_id, target, 'done', 'verify', 1, 'synth-w9' FROM jobs WHERE id = (SELECT job_id FROM evaluations WHERE id = $best);
+     INSERT INTO jobs (candidate_id, campaign_id, target, state, purpose, verifies, attempts, worker_id)
+       SELECT candidate_id, campaign_id, target, 'done', 'verify', $best, 1, 'synth-w9' FROM jobs WHERE id = (SELECT job_id FROM evaluations WHERE id = $best);
      INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, fencing_token, verdict, speedup, is_final)
        SELECT max(id), $k, 1, 'synth-w9', -1, 'ok', 1000, true FROM jobs WHERE purpose = 'verify';" >/dev/null
 psql "$KFARM_DB" -qtAX -v ON_ERROR_STOP=1 -f "$KFARM_SRC/tests/recount.sql" >/dev/null # the rows above bypassed the counts
