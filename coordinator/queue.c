@@ -11,7 +11,6 @@
 
 #include <jansson.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,124 +79,13 @@ kf_queue_status kf_queue_lease_many(kf_db *db, const kf_queue_config *cfg, const
     return kf_queue_lease_floors(db, cfg, NULL, worker_id, classes, n, max, out, got, NULL, err, errlen);
 }
 
-struct kf_queue_claims {
-    pthread_mutex_t mu;
-    struct {
-        int64_t campaign_id; /* 0: free */
-        uint64_t key;        /* the worker classes (classes_key) */
-        int64_t next;        /* the next lease reads from here */
-        int64_t stride;      /* ids per job leased, last seen (1..KF_QUEUE_MAX_LEASES) */
-        double used_at;
-    } c[KF_QUEUE_CLAIMS];
-};
-
-kf_queue_claims *kf_queue_claims_new(void)
-{
-    kf_queue_claims *cl = calloc(1, sizeof(*cl));
-    if (cl && pthread_mutex_init(&cl->mu, NULL) != 0) {
-        free(cl);
-        return NULL;
-    }
-    return cl;
-}
-
-void kf_queue_claims_free(kf_queue_claims *cl)
-{
-    if (!cl) return;
-    pthread_mutex_destroy(&cl->mu);
-    free(cl);
-}
-
-/* A claim of one lease statement: the range [start, end) it was given in
- * a campaign, and what it leased there. */
-typedef struct {
-    int64_t campaign_id, start, end;
-    int64_t lo, hi; /* smallest and largest id leased there */
-    int n;          /* jobs leased there */
-} claim_use;
-
-/* FNV-1a of the worker's classes, in order (workers of one class list
- * share their ranges; another class list reads other jobs). */
-static uint64_t classes_key(const char *const *classes, int n)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (int i = 0; i < n; i++) {
-        for (const char *c = classes[i]; c && *c; c++) h = (h ^ (uint8_t)*c) * 1099511628211ULL;
-        h = (h ^ 0xff) * 1099511628211ULL;
-    }
-    return h;
-}
-
-/* The slot of (campaign, key), taking a free or the least recently used
- * one. Called with cl->mu held. */
-static int claim_slot(kf_queue_claims *cl, int64_t campaign, uint64_t key)
-{
-    int free_slot = -1, oldest = 0;
-    for (int i = 0; i < KF_QUEUE_CLAIMS; i++) {
-        if (cl->c[i].campaign_id == campaign && cl->c[i].key == key) return i;
-        if (free_slot < 0 && !cl->c[i].campaign_id) free_slot = i;
-        if (cl->c[i].used_at < cl->c[oldest].used_at) oldest = i;
-    }
-    int s = free_slot >= 0 ? free_slot : oldest;
-    cl->c[s].campaign_id = campaign;
-    cl->c[s].key = key;
-    cl->c[s].next = 0;
-    cl->c[s].stride = 1;
-    return s;
-}
-
-/* Where a lease of up to `bucket` jobs whose own floor is `floor` starts:
- * past the ranges claimed before it, and its range is claimed (u). */
-static int64_t claim_take(kf_queue_claims *cl, int64_t campaign, uint64_t key, int64_t floor, int bucket,
-                          claim_use *u)
-{
-    pthread_mutex_lock(&cl->mu);
-    int s = claim_slot(cl, campaign, key);
-    int64_t start = cl->c[s].next > floor ? cl->c[s].next : floor;
-    cl->c[s].next = start + (int64_t)bucket * cl->c[s].stride;
-    cl->c[s].used_at = kf_util_now_s();
-    u->campaign_id = campaign;
-    u->start = start;
-    u->end = cl->c[s].next;
-    pthread_mutex_unlock(&cl->mu);
-    u->lo = u->hi = 0;
-    u->n = 0;
-    return start;
-}
-
-/* After the statement: the next lease starts just past what this one
- * leased; the unused rest of its range is given back when no later claim
- * followed, and so is a range it leased nothing from. */
-static void claim_settle(kf_queue_claims *cl, uint64_t key, const claim_use *u)
-{
-    pthread_mutex_lock(&cl->mu);
-    for (int i = 0; i < KF_QUEUE_CLAIMS; i++) {
-        if (cl->c[i].campaign_id != u->campaign_id || cl->c[i].key != key) continue;
-        if (cl->c[i].next == u->end) /* nobody claimed after it */
-            cl->c[i].next = u->n > 0 ? u->hi + 1 : u->start;
-        else if (u->n > 0 && u->hi + 1 > cl->c[i].next)
-            cl->c[i].next = u->hi + 1;
-        if (u->n >= 2) {
-            int64_t st = (u->hi - u->lo + u->n - 2) / (u->n - 1); /* ids per job, rounded up */
-            cl->c[i].stride = st < 1 ? 1 : st > KF_QUEUE_MAX_LEASES ? KF_QUEUE_MAX_LEASES : st;
-        }
-        break;
-    }
-    pthread_mutex_unlock(&cl->mu);
-}
-
 /* The floors to use now, as two PostgreSQL array literals ({campaign ids},
  * {floors}); a floor older than refresh_s is not used (read from 0) and
- * restarts its clock. With shared claims (fl->claims), each floor in use
- * becomes the start of a range claimed for a lease of `bucket` jobs by
- * workers of classes `key`, recorded in used[] (*nused). Returns how many
- * floors are in use. */
-static int floors_arrays(kf_queue_floors *fl, int bucket, uint64_t key, claim_use *used, int *nused, char *ids,
-                         char *vals, size_t cap)
+ * restarts its clock. Returns how many floors are in use. */
+static int floors_arrays(kf_queue_floors *fl, char *ids, char *vals, size_t cap)
 {
-    *nused = 0;
     size_t il = 0, vl = 0;
-    int n_in = 0;
+    int used = 0;
     ids[il++] = '{';
     vals[vl++] = '{';
     double now = kf_util_now_s();
@@ -209,17 +97,15 @@ static int floors_arrays(kf_queue_floors *fl, int bucket, uint64_t key, claim_us
             continue;
         }
         if (il + 48 > cap || vl + 48 > cap) break;
-        int64_t from = fl->f[i].floor;
-        if (fl->claims) from = claim_take(fl->claims, fl->f[i].campaign_id, key, from, bucket, &used[(*nused)++]);
-        il += (size_t)snprintf(ids + il, cap - il, "%s%lld", n_in ? "," : "", (long long)fl->f[i].campaign_id);
-        vl += (size_t)snprintf(vals + vl, cap - vl, "%s%lld", n_in ? "," : "", (long long)from);
-        n_in++;
+        il += (size_t)snprintf(ids + il, cap - il, "%s%lld", used ? "," : "", (long long)fl->f[i].campaign_id);
+        vl += (size_t)snprintf(vals + vl, cap - vl, "%s%lld", used ? "," : "", (long long)fl->f[i].floor);
+        used++;
     }
     ids[il++] = '}';
     ids[il] = 0;
     vals[vl++] = '}';
     vals[vl] = 0;
-    return n_in;
+    return used;
 }
 
 /* Raise campaign c's floor to id (a slot is taken for a new campaign; the
@@ -423,38 +309,21 @@ kf_queue_status kf_queue_lease_floors(kf_db *db, const kf_queue_config *cfg, kf_
         return KF_Q_ERROR;
     }
     char fids[KF_QUEUE_FLOORS * 24 + 4], fvals[KF_QUEUE_FLOORS * 24 + 4];
-    uint64_t key = classes_key(classes, n);
-    claim_use cu[KF_QUEUE_FLOORS];
-    int ncu = 0;
-    int nfl = floors_arrays(fl, bucket, key, cu, &ncu, fids, fvals, sizeof(fids));
+    int nfl = floors_arrays(fl, fids, fvals, sizeof(fids));
     p[5] = fids;
     p[6] = fvals;
     PGresult *r = kf_db_exec(db, sql, 7, p, err, errlen);
     if (r && PQntuples(r) == 0 && nfl > 0) {
         /* nothing above the floors: read from the heads before saying NO_JOB */
         PQclear(r);
-        for (int i = 0; i < ncu; i++) claim_settle(fl->claims, key, &cu[i]); /* nothing leased: given back */
         for (int i = 0; i < KF_QUEUE_FLOORS; i++) fl->f[i].floor = 0;
-        floors_arrays(fl, bucket, key, cu, &ncu, fids, fvals, sizeof(fids));
+        floors_arrays(fl, fids, fvals, sizeof(fids));
         r = kf_db_exec(db, sql, 7, p, err, errlen);
     }
 
     free(sql);
     OPENSSL_cleanse(toks, sizeof(toks));
     free(use);
-    /* what each claimed range gave; claims are settled whatever the outcome */
-    for (int k = 0; r && ncu > 0 && k < PQntuples(r); k++) {
-        if (strcmp(PQgetvalue(r, k, 7), "t") == 0) continue; /* a verification job: read from no range */
-        int64_t c = kf_db_i64(r, k, 3, 0), id = kf_db_i64(r, k, 0, 0);
-        for (int i = 0; i < ncu; i++) {
-            if (cu[i].campaign_id != c) continue;
-            if (cu[i].n == 0 || id < cu[i].lo) cu[i].lo = id;
-            if (cu[i].n == 0 || id > cu[i].hi) cu[i].hi = id;
-            cu[i].n++;
-            break;
-        }
-    }
-    for (int i = 0; i < ncu; i++) claim_settle(fl->claims, key, &cu[i]);
     if (!r) return KF_Q_ERROR;
     int nr = PQntuples(r);
     if (nr == 0) {

@@ -101,32 +101,8 @@ kf_queue_status kf_queue_lease(kf_db *db, const kf_queue_config *cfg, const char
  * transaction) are found by the full read done when a floor is older than
  * refresh_s, or when nothing is found above the floors: a job below a
  * floor waits at most refresh_s more, and NO_JOB is never answered while
- * one is queued. One per serving thread (no locking); its claims, when set,
- * are shared (kf_queue_claims). */
+ * one is queued. One per serving thread (no locking). */
 #define KF_QUEUE_FLOORS 16
-
-/* Where the concurrent leases of one coordinator start reading a queue.
- * Leases that start from the same floor lock the same first rows, and each
- * then steps over the rows the others hold (SKIP LOCKED still fetches and
- * tries every one): 7.5 rows read per job leased at 1,000 workers with 16
- * serving threads (docs/benchmarks.md, 2026-12-07 afternoon). A claim gives
- * each lease a range of its own: the next lease for a (campaign, worker
- * classes) starts where the last one's range ends -- its bucket times the
- * ids per job that lease saw, since a campaign of two targets has a job of
- * one class every other id -- and after the statement the next start is
- * moved just past what was leased. A range claimed in a campaign the lease
- * did not take from is given back when no later claim followed; otherwise
- * its jobs are found by the full reads (kf_queue_floors). A claim only says
- * where to start reading, never what may be leased: a wrong one costs a
- * slower lease or a later one, never a wrong one. Shared by a coordinator's
- * serving threads (a mutex). */
-#define KF_QUEUE_CLAIMS 32
-typedef struct kf_queue_claims kf_queue_claims;
-
-/* A new empty claim table, or NULL (out of memory). */
-kf_queue_claims *kf_queue_claims_new(void);
-void kf_queue_claims_free(kf_queue_claims *cl);
-
 typedef struct {
     struct {
         int64_t campaign_id;  /* 0: free slot */
@@ -134,7 +110,6 @@ typedef struct {
         double set_at;        /* when the floor was last read from 0 (kf_util_now_s) */
     } f[KF_QUEUE_FLOORS];
     double refresh_s;         /* read from 0 again after this long (default 2 s) */
-    kf_queue_claims *claims;  /* shared with the other serving threads; NULL: own floors only */
 } kf_queue_floors;
 
 /* Empty floors with the default refresh (2 s). */

@@ -97,7 +97,6 @@ typedef struct {
     pthread_mutex_t mu;
     srv_cred creds[KF_SERVER_KEY_CACHE];
     kf_replay *replay;
-    kf_queue_claims *claims; /* where each serving thread's next lease reads the queue */
     double rate_window;      /* start of the current one-second window */
     int unauth_in_window, logs_in_window, suppressed;
     uint8_t inflight[KF_SERVER_MAX_THREADS][KF_WIRE_MAC_LEN]; /* header MACs being handled */
@@ -242,10 +241,8 @@ kf_server *kf_server_new(const kf_server_config *cfg, kf_db *db, char *err, size
         }
     }
     sh->replay = kf_replay_new(cfg->replay_capacity ? cfg->replay_capacity : 16384);
-    sh->claims = kf_queue_claims_new();
-    s->floors.claims = sh->claims;
     sh->hist_since = kf_util_now_s();
-    if (!sh->replay || !sh->claims) {
+    if (!sh->replay) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
@@ -264,7 +261,6 @@ kf_server *kf_server_new(const kf_server_config *cfg, kf_db *db, char *err, size
             c->sh = sh;
             c->slot = i;
             kf_queue_floors_init(&c->floors);
-            c->floors.claims = sh->claims;
             c->pool = s; /* back pointer: the owner (stop flag, counter) */
             c->db = kf_db_open_with(cfg->conninfo, cfg->pg_options, err, errlen);
             if (!c->db) {
@@ -297,7 +293,6 @@ fail:
     nn_close(s->sock);
 fail_sock:
     if (sh->replay) kf_replay_free(sh->replay);
-    kf_queue_claims_free(sh->claims);
     pthread_mutex_destroy(&sh->mu);
     pthread_mutex_destroy(&sh->gmu);
     pthread_cond_destroy(&sh->gcond);
@@ -378,7 +373,6 @@ void kf_server_free(kf_server *s)
     for (int k = 0; k < KF_SERVER_TASKS; k++) json_decref(s->tasks[k].t);
     nn_close(s->sock);
     kf_replay_free(s->sh->replay);
-    kf_queue_claims_free(s->sh->claims);
     pthread_mutex_destroy(&s->sh->mu);
     pthread_mutex_destroy(&s->sh->gmu);
     pthread_cond_destroy(&s->sh->gcond);

@@ -6,19 +6,20 @@
 -- predicate the new row version meets. Before this migration the lease's
 -- version went into 5 indexes (jobs_pkey, jobs_campaign, jobs_candidate,
 -- jobs_one_eval, jobs_leased) and the done version into 4: 9 entries per
--- job, two of them in a unique index (a uniqueness check each). Now 3 and
--- 2 (5 per job), and a queued job's first version 4 instead of 7:
+-- job, two of them in a unique index (a uniqueness check each). Now 4 and
+-- 3 (7 per job), and a new job's first version 5 instead of 7:
 --
--- 1. jobs_campaign (campaign_id, state) had an entry for every version of
---    every job, and jobs_leased (lease_deadline) one more for each leased
---    version. What read jobs_campaign counts or finds a campaign's jobs
---    that are queued (the jobs_queued* indexes) or leased; done jobs are
---    counted in campaign_counts. jobs_leased is now keyed by (campaign_id,
---    lease_deadline): a campaign's leases by its first column, the expired
---    leases of the fleet by its second (the reaper reads the index's
---    entries, at most one per leased job, and no row it does not take).
---    jobs_queued_campaign (schema 004) and jobs_queued_next (schema 008)
---    held the same entries; the first goes.
+-- 1. jobs_leased (lease_deadline) and jobs_queued_campaign go:
+--    jobs_leased is now keyed by (campaign_id, lease_deadline), which
+--    serves a campaign's leases by its first column and the fleet's
+--    expired leases by its second (the reaper reads the index's entries,
+--    one per leased job, and no row it does not take);
+--    jobs_queued_campaign (schema 004) held the entries of
+--    jobs_queued_next (schema 008). jobs_campaign (campaign_id, state)
+--    stays: the campaign list, the leaderboard, a ship and a campaign's
+--    deletion read a campaign's jobs whatever their state (dropped too,
+--    one entry less per version, those became 2-10x slower at 266,000
+--    jobs).
 -- 2. jobs_candidate (candidate_id) and jobs_one_eval (candidate_id, target)
 --    WHERE purpose = 'eval' become one unique index on (candidate_id,
 --    target, verifies) with NULLS NOT DISTINCT: an evaluation job has no
@@ -26,19 +27,13 @@
 --    target collide as before; a verification job's `verifies` is unique
 --    by jobs_one_verify. It serves every lookup by candidate (the foreign
 --    key's cascade from candidates included).
--- 3. What read a campaign's jobs through jobs_campaign whatever their state
---    now reads them otherwise: its verification results by
---    evaluations_verify (entries for verification results only); a ship
---    of its winners through its candidates (candidates_norm, then
---    jobs_candidate_target); a prompt's recent failures from the
---    evaluations' own campaign column. Deleting a campaign reads the jobs
---    table once for the foreign key's cascade.
+-- 3. A campaign's verification results are read by evaluations_verify
+--    (entries for verification results only).
 ALTER TABLE jobs ADD CONSTRAINT jobs_verifies_iff_verify
     CHECK ((purpose = 'verify') = (verifies IS NOT NULL));
 CREATE UNIQUE INDEX jobs_candidate_target ON jobs (candidate_id, target, verifies) NULLS NOT DISTINCT;
 DROP INDEX jobs_one_eval;
 DROP INDEX jobs_candidate;
-DROP INDEX jobs_campaign;
 DROP INDEX jobs_leased;
 CREATE INDEX jobs_leased ON jobs (campaign_id, lease_deadline) WHERE state = 'leased';
 DROP INDEX jobs_queued_campaign;

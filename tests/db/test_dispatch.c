@@ -38,10 +38,7 @@
  * Part 4, leases that read the queue from a floor (kf_queue_floors): the
  * floor is the largest id leased; a job queued again below it is passed
  * over until the floor is refreshed, and leased before NO_JOB is answered
- * when nothing is left above the floor; the same with a claim table. Part
- * 4b: four threads sharing a claim table (kf_queue_claims) lease a queue
- * of 1,200 jobs to the end: each job leased once, none left behind a
- * claimed range (NO_JOB for a second while one stays queued).
+ * when nothing is left above the floor.
  * Part 5, the overall best of a campaign with several targets.
  * Part 6, a group stores each result exactly as the plain path stores it
  * alone (every column), with text that could garble an array literal, and
@@ -51,7 +48,6 @@
  */
 #define _GNU_SOURCE
 #include <math.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -867,17 +863,16 @@ static void part_history(const char *conninfo)
 
 /* ---- part 4: leases read the queue from a floor (kf_queue_floors) ---- */
 
-static void part_floors(const char *conninfo, const char *name, kf_queue_claims *claims)
+static void part_floors(const char *conninfo)
 {
     char err[1024];
-    kf_db *db = open_queue(conninfo, name, 20, "fa");
+    kf_db *db = open_queue(conninfo, "floors", 20, "fa");
     if (!db) return;
     kf_queue_config qc;
     kf_queue_config_default(&qc);
     const char *cls[1] = { "cpu" };
     kf_queue_floors fl;
     kf_queue_floors_init(&fl);
-    fl.claims = claims; /* the same semantics with a claim table (one caller: no range skipped) */
     fl.refresh_s = 3600; /* no time-based full read unless the test asks */
     kf_lease l[KF_QUEUE_MAX_LEASES];
     int n = 0;
@@ -941,106 +936,6 @@ static void part_floors(const char *conninfo, const char *name, kf_queue_claims 
           "an empty queue: NO_JOB");
     CHECK(q1(db, "SELECT count(*) FROM jobs WHERE state = 'queued'") == 0, "every job leased");
     kf_db_close(db);
-}
-
-/* ---- part 4b: serving threads sharing a claim table (kf_queue_claims) ---- */
-
-#define CLAIM_THREADS 4
-#define CLAIM_JOBS 1200
-typedef struct {
-    const char *conninfo;
-    kf_queue_claims *claims;
-    char worker[8];
-    long leased;      /* jobs this thread leased */
-    int no_job_early; /* NO_JOB answers in a row while jobs were still queued */
-    int errors;
-    char err[256];
-} claim_thread;
-
-static void *claim_run(void *arg)
-{
-    claim_thread *t = arg;
-    kf_db *db = kf_db_open(t->conninfo, t->err, sizeof(t->err));
-    if (!db) {
-        t->errors++;
-        return NULL;
-    }
-    kf_queue_config qc;
-    kf_queue_config_default(&qc);
-    const char *cls[1] = { "cpu" };
-    char dev[] = "[]";
-    kf_queue_register_worker(db, t->worker, "h", "cpu", dev, cls, 1, NULL, NULL, 1, t->err, sizeof(t->err));
-    kf_queue_floors fl;
-    kf_queue_floors_init(&fl);
-    fl.claims = t->claims;
-    fl.refresh_s = 3600; /* holes are found only by the read before NO_JOB */
-    kf_lease l[KF_QUEUE_MAX_LEASES];
-    for (int round = 0;; round++) {
-        int n = 0, max = 3 + (round + t->worker[1]) % 6; /* 3..8: ranges of 4 and 8 */
-        kf_queue_status st = kf_queue_lease_floors(db, &qc, &fl, t->worker, cls, 1, max, l, &n, NULL, t->err,
-                                                   sizeof(t->err));
-        if (st == KF_Q_NO_JOB) {
-            /* jobs still queued are held by another thread's lease in
-             * flight (SKIP LOCKED); NO_JOB over a second while one stays
-             * queued and unheld is a job lost below the claims */
-            if (q1(db, "SELECT count(*) FROM jobs j JOIN campaigns c ON c.id = j.campaign_id"
-                       " WHERE c.name = 'claims' AND j.state = 'queued'") == 0)
-                break;
-            if (++t->no_job_early > 200) break;
-            sleep_ms(5);
-            continue;
-        }
-        t->no_job_early = 0;
-        if (st != KF_Q_OK) {
-            t->errors++;
-            break;
-        }
-        t->leased += n;
-    }
-    kf_db_close(db);
-    return NULL;
-}
-
-static void part_claims(const char *conninfo)
-{
-    char err[256];
-    kf_db *db = open_queue(conninfo, "claims", CLAIM_JOBS, "c0");
-    kf_queue_claims *claims = kf_queue_claims_new();
-    CHECK(db && claims, "claims: setup (%s)", db ? "claim table" : "queue");
-    if (!db || !claims) {
-        if (db) kf_db_close(db);
-        kf_queue_claims_free(claims);
-        return;
-    }
-    /* the queue of part 4 is empty: only this campaign's jobs are queued */
-    claim_thread t[CLAIM_THREADS];
-    pthread_t tid[CLAIM_THREADS];
-    memset(t, 0, sizeof(t));
-    for (int i = 0; i < CLAIM_THREADS; i++) {
-        t[i].conninfo = conninfo;
-        t[i].claims = claims;
-        snprintf(t[i].worker, sizeof(t[i].worker), "c%d", i + 1);
-        if (pthread_create(&tid[i], NULL, claim_run, &t[i]) != 0) t[i].errors = -1;
-    }
-    long leased = 0;
-    int early = 0, errors = 0;
-    for (int i = 0; i < CLAIM_THREADS; i++) {
-        if (t[i].errors >= 0) pthread_join(tid[i], NULL);
-        leased += t[i].leased;
-        early += t[i].no_job_early > 200;
-        if (t[i].errors) {
-            errors++;
-            snprintf(err, sizeof(err), "%s", t[i].err);
-        }
-    }
-    CHECK(errors == 0, "claims: %d threads failed (%s)", errors, errors ? err : "");
-    CHECK(leased == CLAIM_JOBS, "claims: %d threads leased %ld of %d jobs", CLAIM_THREADS, leased, CLAIM_JOBS);
-    CHECK(early == 0, "claims: %d threads answered NO_JOB for a second while jobs stayed queued", early);
-    CHECK(q1(db, "SELECT count(*) FROM jobs j JOIN campaigns c ON c.id = j.campaign_id WHERE c.name = 'claims'"
-                 " AND j.state = 'leased' AND j.attempts = 1") == CLAIM_JOBS,
-          "claims: every job leased once, none twice");
-    kf_db_close(db);
-    kf_queue_claims_free(claims);
 }
 
 /* ---- part 6: a group stores each result as the plain path does ---- */
@@ -1437,13 +1332,7 @@ int main(void)
     part_library(c1);
     part_server(c2);
     part_history(c3);
-    part_floors(c4, "floors", NULL);
-    {
-        kf_queue_claims *cl = kf_queue_claims_new();
-        part_floors(c4, "floors_claimed", cl);
-        kf_queue_claims_free(cl);
-    }
-    part_claims(c4);
+    part_floors(c4);
     part_overall(c5);
     part_group_rows(c6);
     part_group_numbers(c6);
