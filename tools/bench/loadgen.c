@@ -297,7 +297,7 @@ static void cpu_snapshot(long postmaster, cpu_snap *c)
 {
     double hz = (double)sysconf(_SC_CLK_TCK);
     unsigned long long pg = 0, co = 0;
-    int seen_pm = 0;
+    int seen_pm = 0, seen_co = 0;
     DIR *dir = opendir("/proc");
     struct dirent *de;
     while (dir && (de = readdir(dir))) {
@@ -313,11 +313,12 @@ static void cpu_snapshot(long postmaster, cpu_snap *c)
             pg += self;
         } else if (!strcmp(comm, "kfarm-coordinat")) {
             co += self;
+            seen_co = 1;
         }
     }
     if (dir) closedir(dir);
     c->pg = seen_pm ? (double)pg / hz : -1;
-    c->coord = (double)co / hz;
+    c->coord = seen_co ? (double)co / hz : -1; /* -1: none here (a remote coordinator) */
     c->busy = c->steal = -1;
     FILE *fp = fopen("/proc/stat", "r");
     unsigned long long v[8];
