@@ -389,8 +389,7 @@ int kf_campaign_step(kf_db *db, int64_t campaign_id, int *done, char *err, size_
     r = kf_db_exec(db,
         "UPDATE campaigns SET state = 'done', finished_at = now(), updated_at = now() "
         "WHERE id = $1::bigint AND state = 'running' "
-        "  AND NOT EXISTS (SELECT 1 FROM jobs WHERE campaign_id = $1::bigint AND state = 'queued') "
-        "  AND NOT EXISTS (SELECT 1 FROM jobs WHERE campaign_id = $1::bigint AND state = 'leased') "
+        "  AND NOT EXISTS (SELECT 1 FROM jobs WHERE campaign_id = $1::bigint AND state <> 'done') "
         "RETURNING id", 1, p, err, errlen);
     if (!r) return -1;
     int fin = PQntuples(r) == 1;

@@ -372,6 +372,19 @@ static char *sql_subst(const char *tmpl, const char *const *names, const char *c
     return b.s;
 }
 
+/* Whether the table or index `name` exists in the database's schema (an
+ * export reads databases of older schema versions too); 0 also when the
+ * question fails. */
+static int relation_exists(kf_db *db, const char *name)
+{
+    char e2[256];
+    const char *p[1] = { name };
+    PGresult *r = kf_db_exec(db, "SELECT to_regclass($1) IS NOT NULL", 1, p, e2, sizeof(e2));
+    int yes = r && PQntuples(r) == 1 && !strcmp(PQgetvalue(r, 0, 0), "t");
+    if (r) PQclear(r);
+    return yes;
+}
+
 /* Columns the trust model may add (jobs.purpose with 'verify' jobs that
  * re-evaluate a winner, evaluations.confirmed_by_worker): whether they are
  * there. Results, counts and bests are read from 'eval' jobs only, so a
@@ -1990,15 +2003,8 @@ static int export_data(kf_db *db, const char *dir, const char *since, char **now
     /* a chunk's confirmation state: the evaluation's column if there is
      * one, else the job's */
     pool.conf_from_eval = strcmp(ev_f, "NULL") != 0;
-    int has_purpose, has_conf_by, has_eval_verify = 0;
+    int has_purpose, has_conf_by, has_eval_verify = relation_exists(db, "evaluations_verify");
     trust_columns(db, &has_purpose, &has_conf_by);
-    {
-        char e2[256];
-        PGresult *r = kf_db_exec(db, "SELECT to_regclass('evaluations_verify') IS NOT NULL", 0, NULL, e2,
-                                 sizeof(e2));
-        has_eval_verify = r && PQntuples(r) == 1 && !strcmp(PQgetvalue(r, 0, 0), "t");
-        if (r) PQclear(r);
-    }
     static const char *const names[] = { "{JOBS}", "{PURPOSE}", "{CONF_BY}", "{VERIFY}" };
     /* a campaign's verification results: by evaluations_verify (schema
      * 014: entries for verification results only), else through its jobs */
@@ -2014,23 +2020,10 @@ static int export_data(kf_db *db, const char *dir, const char *since, char **now
                                                  " WHERE j.purpose = 'verify' AND j.campaign_id = c.id"
                                                  " GROUP BY e.verdict" };
     /* the list's counts: from campaign_counts where the schema has it */
-    int has_counts = 0;
-    {
-        char e2[256];
-        PGresult *r = kf_db_exec(db, "SELECT to_regclass('campaign_counts') IS NOT NULL", 0, NULL, e2, sizeof(e2));
-        has_counts = has_purpose && r && PQntuples(r) == 1 && !strcmp(PQgetvalue(r, 0, 0), "t");
-        if (r) PQclear(r);
-    }
+    int has_counts = has_purpose && relation_exists(db, "campaign_counts");
     /* the best per target: from the evaluations' own campaign and target
      * where the schema has them (schema/009_eval_target.sql) */
-    int has_eval_target = 0;
-    {
-        char e2[256];
-        PGresult *r = kf_db_exec(db, "SELECT to_regclass('evaluations_ok_target') IS NOT NULL", 0, NULL, e2,
-                                 sizeof(e2));
-        has_eval_target = r && PQntuples(r) == 1 && !strcmp(PQgetvalue(r, 0, 0), "t");
-        if (r) PQclear(r);
-    }
+    int has_eval_target = relation_exists(db, "evaluations_ok_target");
     static const char *const cname[] = { "{COUNTS}", "{BEST_FROM}" };
     const char *cval[] = { has_counts ? INDEX_COUNTS_SQL : INDEX_COUNTS_ROWS_SQL,
                            has_eval_target

@@ -155,8 +155,8 @@ static int plan_class(kf_db *db, kf_ship_plan *p, kf_ship_class *cl, const char 
         " coalesce(e.confirmed_by_worker, ''), coalesce(w.devices->0->>'name', ''),"
         " e.confirmation, coalesce((e.metrics->'timing'->'shapes')::text, '[]')"
         " FROM evaluations e JOIN jobs j ON j.id = e.job_id JOIN candidates k ON k.id = e.candidate_id"
-        " JOIN campaigns c ON c.id = k.campaign_id LEFT JOIN workers w ON w.id = e.worker_id"
-        " WHERE k.campaign_id = ANY($1::bigint[]) AND j.target = $2 AND j.purpose = 'eval'"
+        " JOIN campaigns c ON c.id = j.campaign_id LEFT JOIN workers w ON w.id = e.worker_id"
+        " WHERE j.campaign_id = ANY($1::bigint[]) AND j.target = $2 AND j.purpose = 'eval'"
         "   AND e.is_final AND e.verdict = 'ok' ORDER BY k.id",
         2, pr, err, errlen);
     if (!r) return -1;

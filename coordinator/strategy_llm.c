@@ -750,8 +750,7 @@ static int llm_step(const char *strategy, kf_db *db, int64_t campaign_id, int *f
     r = kf_db_exec(db,
         "SELECT (SELECT count(*) FROM proposals WHERE campaign_id = $1::bigint AND"
         "          state IN ('requested', 'answered', 'review', 'approved')),"
-        "       (SELECT count(*) FROM jobs WHERE campaign_id = $1::bigint AND state = 'queued')"
-        "     + (SELECT count(*) FROM jobs WHERE campaign_id = $1::bigint AND state = 'leased')",
+        "       (SELECT count(*) FROM jobs WHERE campaign_id = $1::bigint AND state <> 'done')",
         1, p, err, errlen);
     if (!r) goto fail;
     long open = (long)(kf_db_i64(r, 0, 0, 0) + kf_db_i64(r, 0, 1, 0));
