@@ -104,9 +104,10 @@
  * PostgreSQL cluster (its postmaster and children, when it runs on this
  * machine), of the processes named kfarm-coordinator, and of the whole
  * machine (/proc/stat); steal_s: CPU time the hypervisor gave to others in
- * the window, s, all CPUs. On a saturated machine jobs/s moves with what
- * else runs on it; the CPU a job costs does not: the A/B measure of a
- * change (-1: unknown, e.g. a remote database).
+ * the window, s, all CPUs (-1: unknown, e.g. a remote database or
+ * coordinator). Where a job's CPU goes; on this project's 2-core VM it
+ * moved 69-78 µs for the same binaries minutes apart, so it does not
+ * replace alternated runs (docs/benchmarks.md, 2026-12-07).
  *
  * Exit status: 0 ok, 1 failure (setup, nothing measured, verification), 2 usage.
  */
@@ -287,8 +288,7 @@ static int proc_stat(const char *pid, long *ppid, char *comm, size_t commlen, un
  * with the children it has reaped: backends that ended, autovacuum
  * workers), the processes named kfarm-coordinator, and the whole machine's
  * busy and stolen time (/proc/stat). -1 where unknown. A window's
- * difference divided by its jobs is the CPU each job cost: unlike jobs/s
- * on a saturated machine, it does not move with what else shares it. */
+ * difference divided by its jobs is the CPU each job cost. */
 typedef struct {
     double pg, coord, busy, steal;
 } cpu_snap;
