@@ -35,6 +35,7 @@ rounds=${2:-5}
 case $rounds in ''|*[!0-9]*|0) echo "bench_ab: ROUNDS must be a positive number" >&2; exit 2 ;; esac
 old_sha=$(git rev-parse --verify --quiet "$old_rev^{commit}") ||
   { echo "bench_ab: no such revision: $old_rev" >&2; exit 2; }
+case ${WORKERS:-1000} in ''|*[!0-9]*) echo "bench_ab: WORKERS must be one count" >&2; exit 2 ;; esac
 new_build=${BUILD:-$here/build-bench}
 wt=$(mktemp -d /tmp/kfarm-ab.XXXXXX)
 cleanup() {
@@ -60,7 +61,6 @@ export WORKERS=${WORKERS:-1000} DURATION=${DURATION:-15} QUEUE=${QUEUE:-400000}
 export PIGGYBACK=${PIGGYBACK:-1} HEARTBEATS=${HEARTBEATS:-0} JOBS_PER_LEASE=${JOBS_PER_LEASE:-64}
 export BATCH_RESULTS=${BATCH_RESULTS:-1} EVAL_MS=${EVAL_MS:-0} HUGEPAGES=${HUGEPAGES:-1}
 export SYSTEMS=kfarm RUNS=1 KEEP_DB=1
-case $WORKERS in *[!0-9]*) echo "bench_ab: WORKERS must be one count" >&2; exit 2 ;; esac
 
 # run BUILD: prints "jobs_per_s pg_us_per_job" of one run (0 -1 if it failed)
 run() {
