@@ -133,7 +133,7 @@ for r in $(seq 1 "$rounds"); do
   ratios+=("$ratio") olds+=("$oj") news+=("$nj")
   printf '%-5s %12s %12s %8s %14s %14s\n' "$r" "$oj" "$nj" "$ratio" "$op" "$np" | tee -a "$log"
 done
-median() { [ $# -gt 0 ] || { echo -; return; }; printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+median() { [ $# -gt 0 ] || { echo -; return; }; printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 {
   fails=""
   [ "$failed" = 0 ] || fails=", $failed failed"
