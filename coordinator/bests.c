@@ -82,7 +82,7 @@ static double jd(json_t *o, const char *k)
     "e.is_final AND e.verdict = 'ok' AND e.speedup > 0 AND e.job_purpose = 'eval'"
 static const char OVERALL_SQL[] =
     /* from the final ok results only: a job per target and candidate
-     * (jobs_candidate_target), so a candidate is ok on every target when it has
+     * (job_keys_candidate, schema 015), so a candidate is ok on every target when it has
      * that many of them. ln() only of positive values (an interval's end
      * may be missing). evaluations_ok_campaign holds every column read
      * here: an index-only scan without a join (or, for a set, the
@@ -540,8 +540,9 @@ json_t *kf_bests_top(kf_db *db, int64_t campaign_id, int max_ties, char *err, si
         const char *pb[2] = { cid, bs };
         r = kf_db_exec(db,
             "SELECT t, COALESCE(e.verdict, 'none yet') FROM campaigns c CROSS JOIN unnest(c.targets) t"
-            " LEFT JOIN jobs j ON j.candidate_id = $2::bigint AND j.target = t AND j.purpose = 'eval'"
-            " LEFT JOIN evaluations e ON e.job_id = j.id AND e.is_final "
+            /* its evaluation job (verifies IS NULL) by job_keys_candidate */
+            " LEFT JOIN job_keys jk ON jk.candidate_id = $2::bigint AND jk.target = t AND jk.verifies IS NULL"
+            " LEFT JOIN evaluations e ON e.job_id = jk.job_id AND e.is_final "
             "WHERE c.id = $1::bigint AND (e.verdict IS DISTINCT FROM 'ok') ORDER BY t", 2, pb, err, errlen);
         if (!r) goto fail;
         if (PQntuples(r) > 0) {
@@ -565,14 +566,14 @@ json_t *kf_bests_top(kf_db *db, int64_t campaign_id, int max_ties, char *err, si
         snprintf(os, sizeof(os), "%lld", (long long)json_integer_value(json_object_get(overall, "candidate")));
         const char *po[2] = { cid, os };
         r = kf_db_exec(db,
-            "SELECT j.target, k.id, e.speedup, COALESCE(e.speedup_lo, e.speedup),"
+            "SELECT jk.target, k.id, e.speedup, COALESCE(e.speedup_lo, e.speedup),"
             "  COALESCE(e.speedup_hi, e.speedup), e.cv, e.candidate_us, e.baseline_us, e.worker_id,"
             "  k.defines::text, e.confirmation, e.confirmed_by_worker"
             " FROM campaigns c CROSS JOIN unnest(c.targets) WITH ORDINALITY t(tn, o)"
-            " JOIN jobs j ON j.campaign_id = c.id AND j.target = t.tn AND j.candidate_id = $2::bigint"
-            "   AND j.purpose = 'eval'"
-            " JOIN candidates k ON k.id = j.candidate_id"
-            " JOIN evaluations e ON e.job_id = j.id AND e.is_final "
+            " JOIN job_keys jk ON jk.candidate_id = $2::bigint AND jk.target = t.tn"
+            "   AND jk.verifies IS NULL AND jk.campaign_id = c.id"
+            " JOIN candidates k ON k.id = jk.candidate_id"
+            " JOIN evaluations e ON e.job_id = jk.job_id AND e.is_final "
             "WHERE c.id = $1::bigint ORDER BY t.o", 2, po, err, errlen);
         if (!r) goto fail;
         for (int i = 0; i < PQntuples(r); i++) {

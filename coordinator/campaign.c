@@ -389,7 +389,11 @@ int kf_campaign_step(kf_db *db, int64_t campaign_id, int *done, char *err, size_
     r = kf_db_exec(db,
         "UPDATE campaigns SET state = 'done', finished_at = now(), updated_at = now() "
         "WHERE id = $1::bigint AND state = 'running' "
-        "  AND NOT EXISTS (SELECT 1 FROM jobs WHERE campaign_id = $1::bigint AND state <> 'done') "
+        /* queued and leased jobs by their partial indexes (jobs_queued,
+         * jobs_leased): no index of jobs reads a campaign's jobs whatever
+         * their state (schema/015_job_keys.sql) */
+        "  AND NOT EXISTS (SELECT 1 FROM jobs WHERE campaign_id = $1::bigint AND state = 'queued') "
+        "  AND NOT EXISTS (SELECT 1 FROM jobs WHERE campaign_id = $1::bigint AND state = 'leased') "
         "RETURNING id", 1, p, err, errlen);
     if (!r) return -1;
     int fin = PQntuples(r) == 1;

@@ -159,8 +159,7 @@ static const char *const CAND_ROWS_SQL[KR_N] = {
     /* %s: the job's confirmation state (conf_columns()) */
     [KR_JOBS] = "SELECT j.candidate_id, j.id, j.target, j.state, j.attempts, j.worker_id, %s, {PURPOSE},"
                 " j.campaign_id, j.created_at"
-                " FROM jobs j WHERE j.candidate_id >= $2::bigint AND j.candidate_id < $3::bigint"
-                " AND $1::bigint IS NOT NULL ORDER BY j.candidate_id, j.target COLLATE \"C\", j.id",
+                " {JOBS_OF_CANDS} AND $1::bigint IS NOT NULL ORDER BY j.candidate_id, j.target COLLATE \"C\", j.id",
     /* %s: the evaluation's confirmation state */
     [KR_EVALS] = "SELECT e.job_id, e.id, e.attempt, e.worker_id, e.verdict, e.detail, e.is_final, e.reported,"
                  " e.speedup, e.candidate_us, e.baseline_us, e.created_at, %s, {CONF_BY},"
@@ -2005,7 +2004,7 @@ static int export_data(kf_db *db, const char *dir, const char *since, char **now
     pool.conf_from_eval = strcmp(ev_f, "NULL") != 0;
     int has_purpose, has_conf_by, has_eval_verify = relation_exists(db, "evaluations_verify");
     trust_columns(db, &has_purpose, &has_conf_by);
-    static const char *const names[] = { "{JOBS}", "{PURPOSE}", "{CONF_BY}", "{VERIFY}" };
+    static const char *const names[] = { "{JOBS}", "{PURPOSE}", "{CONF_BY}", "{VERIFY}", "{JOBS_OF_CANDS}" };
     /* a campaign's verification results: by evaluations_verify (schema
      * 014: entries for verification results only), else through its jobs */
     const char *values[] = { has_purpose ? "(SELECT * FROM jobs WHERE purpose = 'eval')" : "jobs",
@@ -2018,7 +2017,13 @@ static int export_data(kf_db *db, const char *dir, const char *since, char **now
                                                : "UNION ALL SELECT e.verdict, -count(*) FILTER (WHERE e.is_final),"
                                                  " -count(*) FROM jobs j JOIN evaluations e ON e.job_id = j.id"
                                                  " WHERE j.purpose = 'verify' AND j.campaign_id = c.id"
-                                                 " GROUP BY e.verdict" };
+                                                 " GROUP BY e.verdict",
+                             /* a chunk's jobs by their candidates' ids: through job_keys
+                              * (schema 015: the job row has no index by candidate) */
+                             relation_exists(db, "job_keys")
+                                 ? "FROM job_keys jk JOIN jobs j ON j.id = jk.job_id"
+                                   " WHERE jk.candidate_id >= $2::bigint AND jk.candidate_id < $3::bigint"
+                                 : "FROM jobs j WHERE j.candidate_id >= $2::bigint AND j.candidate_id < $3::bigint" };
     /* the list's counts: from campaign_counts where the schema has it */
     int has_counts = has_purpose && relation_exists(db, "campaign_counts");
     /* the best per target: from the evaluations' own campaign and target
@@ -2032,7 +2037,7 @@ static int export_data(kf_db *db, const char *dir, const char *since, char **now
                                : "FROM evaluations e JOIN {JOBS} j ON j.id = e.job_id WHERE j.campaign_id = c.id"
                                  " AND j.target = z.tg" };
     char *isql0 = sql_subst(INDEX_SQL, cname, cval, 2);
-    isql = isql0 ? sql_subst(isql0, names, values, 4) : NULL;
+    isql = isql0 ? sql_subst(isql0, names, values, 5) : NULL;
     free(isql0);
     int oom = !isql;
     for (int q = 0; q < KR_N; q++) { /* the confirmation states: job's, evaluation's */
@@ -2040,7 +2045,7 @@ static int export_data(kf_db *db, const char *dir, const char *since, char **now
         size_t tn = conf ? strlen(CAND_ROWS_SQL[q]) + strlen(conf) + 1 : 0;
         char *t = conf ? malloc(tn) : NULL;
         if (t) snprintf(t, tn, CAND_ROWS_SQL[q], conf);
-        ksql[q] = sql_subst(conf ? (t ? t : "") : CAND_ROWS_SQL[q], names, values, 4);
+        ksql[q] = sql_subst(conf ? (t ? t : "") : CAND_ROWS_SQL[q], names, values, 5);
         oom |= !ksql[q] || (conf && !t);
         free(t);
         pool.cand_sql[q] = ksql[q];

@@ -497,9 +497,9 @@ int kf_prompt_build(kf_db *db, int64_t campaign_id, int64_t parent_id,
     }
     PGresult *fb = kf_db_exec(db,
         "SELECT j.target, j.state, e.verdict, e.detail, e.candidate_us, e.baseline_us, e.speedup,"
-        " e.metrics::text, e.compile_log FROM jobs j "
+        " e.metrics::text, e.compile_log FROM job_keys jk JOIN jobs j ON j.id = jk.job_id "
         "LEFT JOIN evaluations e ON e.job_id = j.id AND e.is_final "
-        "WHERE j.candidate_id = $2::bigint AND j.campaign_id = $1::bigint AND j.purpose = 'eval' "
+        "WHERE jk.candidate_id = $2::bigint AND jk.campaign_id = $1::bigint AND jk.verifies IS NULL "
         "ORDER BY j.target",
         2, p2, err, errlen);
     if (!fb) {

@@ -154,9 +154,12 @@ static int plan_class(kf_db *db, kf_ship_plan *p, kf_ship_class *cl, const char 
         "SELECT e.id, k.id, k.source, k.defines::text, c.name, coalesce(e.worker_id, ''),"
         " coalesce(e.confirmed_by_worker, ''), coalesce(w.devices->0->>'name', ''),"
         " e.confirmation, coalesce((e.metrics->'timing'->'shapes')::text, '[]')"
-        " FROM evaluations e JOIN jobs j ON j.id = e.job_id JOIN candidates k ON k.id = e.candidate_id"
-        " JOIN campaigns c ON c.id = j.campaign_id LEFT JOIN workers w ON w.id = e.worker_id"
-        " WHERE j.campaign_id = ANY($1::bigint[]) AND j.target = $2 AND j.purpose = 'eval'"
+        /* the campaigns' candidates, then their evaluations by candidate, with
+         * the job's target and purpose from the evaluation's own columns
+         * (schema 009): no index of jobs reads a campaign's jobs (schema 015) */
+        " FROM candidates k JOIN evaluations e ON e.candidate_id = k.id"
+        " JOIN campaigns c ON c.id = k.campaign_id LEFT JOIN workers w ON w.id = e.worker_id"
+        " WHERE k.campaign_id = ANY($1::bigint[]) AND e.job_target = $2 AND e.job_purpose = 'eval'"
         "   AND e.is_final AND e.verdict = 'ok' ORDER BY k.id",
         2, pr, err, errlen);
     if (!r) return -1;

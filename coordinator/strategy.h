@@ -25,6 +25,15 @@
 #include "db.h"
 #include "kf_tune.h"
 
+/* SQL condition: candidate CAND has no evaluation job on target TARGET yet
+ * (both SQL expressions). A strategy's INSERT INTO jobs skips those rows:
+ * job_keys_candidate (schema/015_job_keys.sql) refuses a second one, and a
+ * campaign's strategy runs under its campaign row's lock, so no other
+ * writer adds one between this check and the insert. */
+#define KF_NO_JOB_KEY(CAND, TARGET)                                              \
+    "NOT EXISTS (SELECT 1 FROM job_keys jk WHERE jk.candidate_id = " CAND          \
+    " AND jk.target = " TARGET " AND jk.verifies IS NULL)"
+
 typedef struct kf_strategy {
     const char *name;
     /* Advance campaign `campaign_id` (state running). Sets *finished = 1 when

@@ -30,6 +30,7 @@
 #include "kf_util.h"
 #include "llm.h"
 #include "log.h"
+#include "strategy.h"
 #include "prompt.h"
 
 #define KF_LLM_MAX_SLOTS 64      /* proposals per round */
@@ -227,8 +228,8 @@ static int insert_variants(kf_db *db, const char *cid, const char *source, const
     int rc = kf_db_cmd(db,
         "INSERT INTO jobs (candidate_id, campaign_id, target, max_attempts) "
         "SELECT k, c.id, t, c.max_attempts FROM campaigns c, unnest(c.targets) t,"
-        "  unnest($2::bigint[]) k WHERE c.id = $1::bigint ORDER BY k, t "
-        "ON CONFLICT (candidate_id, target, verifies) DO NOTHING", 2, pj, err, errlen);
+        "  unnest($2::bigint[]) k WHERE c.id = $1::bigint AND " KF_NO_JOB_KEY("k", "t")
+        " ORDER BY k, t", 2, pj, err, errlen);
     free(ids);
     if (rc < 0) return -1;
     *n_new = n;
@@ -333,8 +334,9 @@ static int load_scores(kf_db *db, const char *cid, scored **out, char *err, size
     PGresult *r = kf_db_exec(db,
         "SELECT k.id, avg(e.speedup), COALESCE(min(p.lineage), -1), COALESCE(k.norm_sha256, k.sha256),"
         "  exp(avg(ln(CASE WHEN COALESCE(e.speedup_lo, e.speedup) > 0 THEN COALESCE(e.speedup_lo, e.speedup) END))) "
-        "FROM candidates k JOIN jobs j ON j.candidate_id = k.id AND j.purpose = 'eval' "
-        "JOIN evaluations e ON e.job_id = j.id AND e.is_final "
+        /* a candidate's evaluation jobs (verifies IS NULL) by job_keys_candidate */
+        "FROM candidates k JOIN job_keys jk ON jk.candidate_id = k.id AND jk.verifies IS NULL "
+        "JOIN evaluations e ON e.job_id = jk.job_id AND e.is_final "
         "LEFT JOIN proposals p ON p.id = k.proposal_id "
         "WHERE k.campaign_id = $1::bigint GROUP BY k.id "
         "HAVING bool_and(e.verdict = 'ok' AND e.speedup IS NOT NULL AND e.speedup > 0"
@@ -406,7 +408,7 @@ static int start_seed(kf_db *db, const char *cid, const llm_cfg *c, json_t *stat
         rc = kf_db_cmd(db,
             "INSERT INTO jobs (candidate_id, campaign_id, target, max_attempts) "
             "SELECT $2::bigint, c.id, t, c.max_attempts FROM campaigns c, unnest(c.targets) t "
-            "WHERE c.id = $1::bigint ON CONFLICT (candidate_id, target, verifies) DO NOTHING", 2, pj, err, errlen);
+            "WHERE c.id = $1::bigint AND " KF_NO_JOB_KEY("$2::bigint", "t"), 2, pj, err, errlen);
     } else if (rc == 0) {
         int64_t first;
         int n_new;
@@ -750,7 +752,9 @@ static int llm_step(const char *strategy, kf_db *db, int64_t campaign_id, int *f
     r = kf_db_exec(db,
         "SELECT (SELECT count(*) FROM proposals WHERE campaign_id = $1::bigint AND"
         "          state IN ('requested', 'answered', 'review', 'approved')),"
-        "       (SELECT count(*) FROM jobs WHERE campaign_id = $1::bigint AND state <> 'done')",
+        /* queued and leased by their partial indexes (schema 015) */
+        "       (SELECT count(*) FROM jobs WHERE campaign_id = $1::bigint AND state = 'queued')"
+        "     + (SELECT count(*) FROM jobs WHERE campaign_id = $1::bigint AND state = 'leased')",
         1, p, err, errlen);
     if (!r) goto fail;
     long open = (long)(kf_db_i64(r, 0, 0, 0) + kf_db_i64(r, 0, 1, 0));

@@ -143,13 +143,23 @@ static int do_list(kf_db *db)
     PGresult *r = kf_db_exec(db,
         "SELECT c.name, c.state, t.name AS task,"
         " (SELECT count(*) FROM candidates k WHERE k.campaign_id = c.id)::text AS candidates,"
-        " (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id AND j.purpose = 'eval' AND j.state = 'done')"
-        " || '/' || (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id AND j.purpose = 'eval') AS jobs_done,"
+        /* evaluation jobs done / all: all from job_keys_campaign, less the
+         * queued and leased ones from their partial indexes (the job row
+         * has no index of a campaign's jobs whatever their state: schema
+         * 015); the best from the evaluations' own campaign column
+         * (evaluations_ok_target: a stored speedup is > 0 or NULL) */
+        " (n.all_jobs - n.open_jobs)::text || '/' || n.all_jobs AS jobs_done,"
         " (SELECT to_char(max(e.speedup), 'FM999990.000') || 'x' FROM evaluations e"
-        "    JOIN jobs j ON j.id = e.job_id WHERE j.campaign_id = c.id AND e.is_final"
-        "    AND e.verdict = 'ok' AND j.purpose = 'eval' AND e.confirmation <> 'disputed') AS best_speedup,"
+        "    WHERE e.job_campaign_id = c.id AND e.job_purpose = 'eval' AND e.is_final"
+        "    AND e.verdict = 'ok' AND e.speedup > 0 AND e.confirmation <> 'disputed') AS best_speedup,"
         " c.strategy, array_to_string(c.targets, ',') AS targets, to_char(c.created_at, 'MM-DD HH24:MI') AS created"
-        " FROM campaigns c JOIN tasks t ON t.id = c.task_id ORDER BY c.id",
+        " FROM campaigns c JOIN tasks t ON t.id = c.task_id"
+        " CROSS JOIN LATERAL (SELECT"
+        "   (SELECT count(*) FROM job_keys jk WHERE jk.campaign_id = c.id AND jk.verifies IS NULL) AS all_jobs,"
+        "   (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id AND j.state = 'queued' AND j.purpose = 'eval')"
+        "   + (SELECT count(*) FROM jobs j WHERE j.campaign_id = c.id AND j.state = 'leased'"
+        "      AND j.purpose = 'eval') AS open_jobs) n"
+        " ORDER BY c.id",
         0, NULL, err, sizeof(err));
     if (!r) return kf_cli_fail("%s", err);
     if (kf_cli_json) {

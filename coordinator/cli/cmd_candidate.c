@@ -54,8 +54,9 @@ static int do_show(const char *conninfo, const char *ids)
         "     'speedup_hi', e.speedup_hi, 'cv', e.cv, 'candidate_us', e.candidate_us,"
         "     'baseline_us', e.baseline_us, 'worker', e.worker_id, 'attempts', j.attempts,"
         "     'detail', e.detail, 'confirmation', e.confirmation, 'confirmed_by', e.confirmed_by_worker) ORDER BY array_position(c.targets, j.target))"
-        "   FROM jobs j LEFT JOIN evaluations e ON e.job_id = j.id AND e.is_final"
-        "   WHERE j.candidate_id = k.id AND j.purpose = 'eval') AS results "
+        "   FROM job_keys jk JOIN jobs j ON j.id = jk.job_id"
+        "   LEFT JOIN evaluations e ON e.job_id = j.id AND e.is_final"
+        "   WHERE jk.candidate_id = k.id AND jk.verifies IS NULL) AS results "
         "FROM candidates k JOIN campaigns c ON c.id = k.campaign_id WHERE k.id = $1::bigint",
         1, p, err, sizeof(err));
     if (!r) {

@@ -60,7 +60,9 @@ int kf_cli_cmd_candidates(int argc, char **argv)
         "SELECT k.id, k.parent_id AS parent, k.proposer, k.defines, j.target,"
         " COALESCE(f.verdict, j.state, 'seed') AS verdict, f.speedup, f.speedup_lo, f.speedup_hi,"
         " f.cv, f.candidate_us, f.baseline_us, j.attempts AS tries, f.detail"
-        " FROM candidates k LEFT JOIN jobs j ON j.candidate_id = k.id AND j.purpose = 'eval'"
+        /* a candidate's evaluation jobs by job_keys_candidate (schema 015) */
+        " FROM candidates k LEFT JOIN (job_keys jk JOIN jobs j ON j.id = jk.job_id)"
+        "   ON jk.candidate_id = k.id AND jk.verifies IS NULL"
         " LEFT JOIN evaluations f ON f.job_id = j.id AND f.is_final"
         " WHERE k.campaign_id = $1::bigint AND ($2::text IS NULL OR j.target = $2)"
         "   AND ($3::text IS NULL OR COALESCE(f.verdict, j.state) = $3)"

@@ -57,9 +57,11 @@ int kf_cli_cmd_leaderboard(int argc, char **argv)
     const char *p[3] = { ids, target, limit > 0 ? lim : NULL };
     r = kf_db_exec(db,
         "SELECT string_agg(verdict || ' ' || n, ', ' ORDER BY n DESC, verdict), sum(n) FROM"
-        " (SELECT e.verdict, count(*) n FROM evaluations e JOIN jobs j ON j.id = e.job_id"
-        "  WHERE j.campaign_id = $1::bigint AND j.purpose = 'eval' AND e.is_final"
-        "  AND ($2::text IS NULL OR j.target = $2)"
+        /* the campaign's candidates' evaluations, the job's target and
+         * purpose from the evaluation's own columns (schema 009) */
+        " (SELECT e.verdict, count(*) n FROM candidates k JOIN evaluations e ON e.candidate_id = k.id"
+        "  WHERE k.campaign_id = $1::bigint AND e.job_purpose = 'eval' AND e.is_final"
+        "  AND ($2::text IS NULL OR e.job_target = $2)"
         "  AND $3::bigint IS NOT DISTINCT FROM $3::bigint GROUP BY e.verdict) v",
         3, p, err, sizeof(err));
     if (!r) {
@@ -74,15 +76,16 @@ int kf_cli_cmd_leaderboard(int argc, char **argv)
      * that are faster beyond the noise (their interval lies wholly above
      * this one's): results whose intervals overlap share a rank (ties). */
     r = kf_db_exec(db,
-        "WITH res AS (SELECT j.target, k.id AS candidate, e.speedup,"
+        "WITH res AS (SELECT e.job_target AS target, k.id AS candidate, e.speedup,"
         "   COALESCE(e.speedup_lo, e.speedup) AS lo, COALESCE(e.speedup_hi, e.speedup) AS hi, e.cv,"
         "   e.candidate_us, e.baseline_us, k.defines, k.proposer, e.worker_id AS worker,"
-        "   array_position(c.targets, j.target) AS tpos, e.confirmation, e.confirmed_by_worker AS confirmed_by,"
+        "   array_position(c.targets, e.job_target) AS tpos, e.confirmation, e.confirmed_by_worker AS confirmed_by,"
         "   (e.confirmation = 'disputed')::int AS g"
-        "  FROM evaluations e JOIN jobs j ON j.id = e.job_id JOIN candidates k ON k.id = e.candidate_id"
-        "  JOIN campaigns c ON c.id = j.campaign_id"
-        "  WHERE j.campaign_id = $1::bigint AND j.purpose = 'eval' AND e.is_final AND e.verdict = 'ok'"
-        "    AND e.speedup > 0 AND ($2::text IS NULL OR j.target = $2)),"
+        /* evaluations_ok_campaign: the campaign's final ok results */
+        "  FROM evaluations e JOIN candidates k ON k.id = e.candidate_id"
+        "  JOIN campaigns c ON c.id = e.job_campaign_id"
+        "  WHERE e.job_campaign_id = $1::bigint AND e.job_purpose = 'eval' AND e.is_final AND e.verdict = 'ok'"
+        "    AND e.speedup > 0 AND ($2::text IS NULL OR e.job_target = $2)),"
         /* disputed results (g = 1) rank after all others; otherwise by speed beyond the noise */
         " ranked AS (SELECT 1 + (SELECT count(*) FROM res b WHERE b.target = a.target AND"
         "   (b.g < a.g OR (b.g = a.g AND b.lo > a.hi)))"

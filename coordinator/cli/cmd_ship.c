@@ -103,8 +103,8 @@ static int verify_class(kf_db *db, const kf_ship_plan *p, const kf_ship_class *c
     for (;;) {
         r = kf_db_exec(db,
             "SELECT e.verdict, coalesce(e.detail, ''), coalesce((e.metrics->'timing'->'shapes')::text, '[]')"
-            " FROM evaluations e JOIN jobs j ON j.id = e.job_id"
-            " WHERE j.campaign_id = $1::bigint AND j.purpose = 'eval' AND e.is_final LIMIT 1",
+            " FROM candidates k JOIN evaluations e ON e.candidate_id = k.id"
+            " WHERE k.campaign_id = $1::bigint AND e.job_purpose = 'eval' AND e.is_final LIMIT 1",
             1, pr, err, sizeof(err));
         if (!r) return kf_cli_fail("verify %s: %s", cl->name, err);
         if (PQntuples(r) == 1) break;

@@ -635,6 +635,18 @@ static void check_bests(kf_db *db, int64_t cid, const char *when)
     json_decref(b);
 }
 
+/* job_keys (schema 015) holds exactly one row per job, with the job's own
+ * campaign, candidate, target and verified evaluation. */
+static void check_job_keys(kf_db *db, const char *when)
+{
+    long long bad = q1(db, "SELECT count(*) FROM jobs j FULL JOIN job_keys k ON k.job_id = j.id"
+                           " WHERE j.id IS NULL OR k.job_id IS NULL"
+                           " OR (k.campaign_id, k.candidate_id, k.target) IS DISTINCT FROM"
+                           "    (j.campaign_id, j.candidate_id, j.target)"
+                           " OR k.verifies IS DISTINCT FROM j.verifies");
+    CHECK(bad == 0, "%s: %lld job(s) without their keys or keys without their job", when, bad);
+}
+
 /* campaign_counts summed equals counting the rows themselves. */
 static void check_counts(kf_db *db, int64_t cid, const char *when)
 {
@@ -858,6 +870,38 @@ static void part_history(const char *conninfo)
                  " OR NOT EXISTS (SELECT 1 FROM candidates k WHERE k.id = e.candidate_id)") == 0,
           "no evaluation left without its job or candidate (results, the reaper's, a verification's)");
     CHECK(q1(db, "SELECT count(*) FROM evaluations") == kept, "the other campaign's %lld results untouched", kept);
+    check_job_keys(db, "the campaign deleted");
+    CHECK(q1(db, "SELECT count(*) FROM jobs WHERE campaign_id NOT IN (SELECT id FROM campaigns)") == 0,
+          "no job left of the deleted campaign");
+    /* schema 015: a candidate deleted takes its jobs (through job_keys and
+     * its trigger) and their evaluations; a job deleted on its own takes
+     * its keys, so the candidate can have that job again */
+    long long jobs0 = q1(db, "SELECT count(*) FROM jobs");
+    long long gone = q1(db, "SELECT count(*) FROM jobs WHERE candidate_id = (SELECT min(candidate_id) FROM jobs"
+                            " WHERE campaign_id = (SELECT id FROM campaigns WHERE name = 'keep'))");
+    exec_ok(db, "DELETE FROM candidates WHERE id = (SELECT min(candidate_id) FROM jobs"
+                " WHERE campaign_id = (SELECT id FROM campaigns WHERE name = 'keep'))");
+    CHECK(gone >= 1 && q1(db, "SELECT count(*) FROM jobs") == jobs0 - gone,
+          "a deleted candidate's %lld job(s) deleted with it", gone);
+    CHECK(q1(db, "SELECT count(*) FROM evaluations e WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = e.job_id)")
+              == 0, "no evaluation left of the deleted candidate's jobs");
+    check_job_keys(db, "a candidate deleted");
+    long long one = q1(db, "SELECT min(id) FROM jobs WHERE campaign_id = (SELECT id FROM campaigns WHERE name = 'keep')");
+    CHECK(one > 0, "a job of 'keep' left");
+    char sql[512];
+    snprintf(sql, sizeof(sql), "SELECT candidate_id FROM jobs WHERE id = %lld", one);
+    long long kcand = q1(db, sql);
+    snprintf(sql, sizeof(sql), "DELETE FROM jobs WHERE id = %lld", one);
+    exec_ok(db, sql);
+    check_job_keys(db, "a job deleted on its own");
+    snprintf(sql, sizeof(sql),
+             "INSERT INTO jobs (candidate_id, campaign_id, target) SELECT id, campaign_id, 'cpu' FROM candidates"
+             " WHERE id = %lld", kcand);
+    char e2[512];
+    CHECK(kf_db_cmd(db, sql, 0, NULL, e2, sizeof(e2)) == 0, "the job made again after its deletion: %s", e2);
+    CHECK(kf_db_cmd(db, sql, 0, NULL, e2, sizeof(e2)) < 0 && strstr(e2, "job_keys_candidate"),
+          "but not twice: %s", e2);
+    check_job_keys(db, "a job made again");
     kf_db_close(db);
 }
 

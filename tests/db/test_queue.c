@@ -140,13 +140,13 @@ int main(void)
     CHECK(q1(db, "SELECT count(*) FROM jobs") == 8, "re-expansion made duplicate jobs");
     {
         /* the schema itself refuses a second evaluation job of a candidate
-         * on a target (schema/014: one unique index with NULLS NOT DISTINCT
+         * on a target (schema/015: job_keys_candidate, NULLS NOT DISTINCT
          * on verifies, which an evaluation job never has) and a
          * verification job that names no evaluation */
         char e2[512];
         CHECK(kf_db_cmd(db, "INSERT INTO jobs (candidate_id, campaign_id, target)"
                             " SELECT candidate_id, campaign_id, target FROM jobs ORDER BY id LIMIT 1",
-                        0, NULL, e2, sizeof(e2)) < 0 && strstr(e2, "jobs_candidate_target"),
+                        0, NULL, e2, sizeof(e2)) < 0 && strstr(e2, "job_keys_candidate"),
               "duplicate evaluation job accepted: %s", e2);
         CHECK(kf_db_cmd(db, "INSERT INTO jobs (candidate_id, campaign_id, target, purpose)"
                             " SELECT candidate_id, campaign_id, target, 'verify' FROM jobs ORDER BY id LIMIT 1",
