@@ -631,8 +631,12 @@ kf_queue_status kf_queue_result(kf_db *db, const kf_queue_config *cfg, const cha
     PQclear(r);
 
     const char *pe[2] = { job, tok };
+    /* the final one by evaluations_one_final, the others by
+     * evaluations_job_token (schema 016: it holds the non-final ones) */
     r = kf_db_exec(db, "SELECT reported, worker_id FROM evaluations WHERE job_id = $1::bigint "
-                       "AND fencing_token = $2::bigint", 2, pe, err, errlen);
+                       "AND fencing_token = $2::bigint AND is_final UNION ALL "
+                       "SELECT reported, worker_id FROM evaluations WHERE job_id = $1::bigint "
+                       "AND fencing_token = $2::bigint AND NOT is_final", 2, pe, err, errlen);
     if (!r) goto fail;
     if (PQntuples(r) > 0) {
         int reported = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
@@ -809,8 +813,9 @@ static void grp_decide(kf_queue_item *it, grp_item *g, kf_queue_status st, const
  * back (returns -1: the caller stores each item on its own). A leased job
  * with its current token has no evaluation of that token (every path that
  * stores one moves the job off 'leased' in the same transaction, and a new
- * lease draws a new token); the unique index (job_id, fencing_token) backs
- * this, and a violation fails the group into the same fallback. Returns the
+ * lease draws a new token); the unique index evaluations_one_final (one
+ * final evaluation per job) backs this for the group's results, all final,
+ * and a violation fails the group into the same fallback. Returns the
  * number of items stored, or -1 (rolled back; err). */
 static int grp_store(kf_db *db, kf_queue_item *it, grp_item *g, int n, char *err, size_t errlen)
 {

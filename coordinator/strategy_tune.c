@@ -11,7 +11,8 @@
  *      declaration, not just the fastest-varying one;
  *   3. insert one candidate per variant (source = the seed's, defines =
  *      {NAME: value}, parent = the seed, proposer 'tune') ON CONFLICT DO
- *      NOTHING, and one job per candidate per target ON CONFLICT DO NOTHING;
+ *      NOTHING, and one job per candidate per target where it has none
+ *      (KF_NO_JOB_KEY: job_keys, schema 015);
  *      a seed without tunables gets its own jobs instead;
  *   4. record {"expanded": true, "variants": N} in strategy_state.
  * A coordinator killed before COMMIT leaves nothing; one killed after leaves

@@ -902,6 +902,15 @@ static void part_history(const char *conninfo)
     CHECK(kf_db_cmd(db, sql, 0, NULL, e2, sizeof(e2)) < 0 && strstr(e2, "job_keys_candidate"),
           "but not twice: %s", e2);
     check_job_keys(db, "a job made again");
+    /* schema 016: a non-final evaluation is unique by (job, token) through
+     * evaluations_job_token, which a final one no longer enters */
+    snprintf(sql, sizeof(sql),
+             "INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, fencing_token, verdict, is_final)"
+             " SELECT id, candidate_id, 1, 'wh', 4242, 'infra_error', false FROM jobs WHERE candidate_id = %lld",
+             kcand);
+    CHECK(kf_db_cmd(db, sql, 0, NULL, e2, sizeof(e2)) == 0, "a non-final evaluation: %s", e2);
+    CHECK(kf_db_cmd(db, sql, 0, NULL, e2, sizeof(e2)) < 0 && strstr(e2, "evaluations_job_token"),
+          "a second non-final evaluation of one lease refused: %s", e2);
     kf_db_close(db);
 }
 
