@@ -673,6 +673,20 @@ typedef struct {
     PGresult *r;                         /* the lease statement's payload (KF_QUEUE_PL_*) */
 } lease_set;
 
+/* The index of the job of ls among carriers[0..n) (jobs that carry their
+ * source) whose source is src[0..len), or -1. A lease's jobs mostly share
+ * one or two sources (the variants of one tuned kernel); comparing bytes
+ * costs less than sending them again. */
+static int same_source(const lease_set *ls, const int *carriers, int n, const char *src, size_t len)
+{
+    if (!len) return -1;
+    for (int c = 0; c < n; c++) {
+        const ProtobufCBinaryData *d = &ls->p[carriers[c]].job.source;
+        if (d->len == len && (len == 0 || memcmp(d->data, src, len) == 0)) return carriers[c];
+    }
+    return -1;
+}
+
 /* Bytes of a task's files (the reply budget counts them for each job). */
 static size_t files_bytes(json_t *files)
 {
@@ -744,6 +758,7 @@ static void lease_set_free(lease_set *ls)
  * files (the wire allows KF_WIRE_MAX_MSG); leases beyond it are released. */
 #define KF_SERVER_REPLY_BUDGET (KF_WIRE_MAX_MSG / 2)
 #define KF_SERVER_HAVE_TASKS 64 /* GetJob.have_tasks entries read at most */
+#define KF_SERVER_SOURCES 8     /* distinct sources a reply's later jobs are compared with */
 
 /* Lease up to m->max_jobs jobs (one when absent) for m's worker into *lsp
  * (allocated here; the caller frees it with lease_set_free after sending)
@@ -787,7 +802,7 @@ static void on_get_job(kf_server *s, const Kfarm__GetJob *m, Kfarm__Reply *rep, 
      * this context's cache (task_get: as many slots as a reply has jobs, so
      * jobs that cycle through many tasks miss once per task, not per job) */
     size_t bytes = 0;
-    int kept = 0, failed = 0;
+    int kept = 0, failed = 0, carriers[KF_SERVER_SOURCES], ncar = 0;
     int64_t row_job[KF_QUEUE_MAX_LEASES]; /* each payload row's job id, parsed once */
     int nrows = PQntuples(ls->r) < KF_QUEUE_MAX_LEASES ? PQntuples(ls->r) : KF_QUEUE_MAX_LEASES;
     for (int k = 0; k < nrows; k++) row_job[k] = kf_db_i64(ls->r, k, KF_QUEUE_PL_JOB, -1);
@@ -816,13 +831,28 @@ static void on_get_job(kf_server *s, const Kfarm__GetJob *m, Kfarm__Reply *rep, 
             for (int k = 0; k < i && full; k++) /* a job in full has its task.json */
                 full = !ls->p[k].job.task_json[0] || strcmp(ls->p[k].job.task_sha256, sha) != 0;
         }
-        size_t b = (full ? tb : strlen(sha)) + (size_t)PQgetlength(ls->r, row, KF_QUEUE_PL_SOURCE) +
+        /* the source once per reply (GetJob.sources_once): a job whose
+         * source is that of an earlier job of this reply names that job */
+        int src_of = -1;
+        if (m->has_sources_once && m->sources_once)
+            src_of = same_source(ls, carriers, ncar, PQgetvalue(ls->r, row, KF_QUEUE_PL_SOURCE),
+                                 (size_t)PQgetlength(ls->r, row, KF_QUEUE_PL_SOURCE));
+        size_t b = (full ? tb : strlen(sha)) +
+                   (src_of >= 0 ? 0 : (size_t)PQgetlength(ls->r, row, KF_QUEUE_PL_SOURCE)) +
                    (size_t)PQgetlength(ls->r, row, KF_QUEUE_PL_DEFINES);
         if (i > 0 && bytes + b > KF_SERVER_REPLY_BUDGET) break; /* the rest go back */
         ls->n = i + 1;
         if (build_payload(s, &ls->l[i], &ls->p[i], ls->r, row, task, sha, full, err, sizeof(err)) < 0) {
             failed = 1;
             break;
+        }
+        if (src_of >= 0) {
+            ls->p[i].job.source.data = (uint8_t *)"";
+            ls->p[i].job.source.len = 0;
+            ls->p[i].job.has_source_job = 1;
+            ls->p[i].job.source_job = ls->p[src_of].job.job_id;
+        } else if (ncar < KF_SERVER_SOURCES) {
+            carriers[ncar++] = i;
         }
         bytes += b;
         kept = i + 1;

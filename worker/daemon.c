@@ -28,6 +28,9 @@
  * on disk (have_tasks), and a job of one of them comes without its
  * task.json and files. The tasks of a reply are written as it arrives, so
  * its later jobs find the task whatever order they are prepared in.
+ * Sources once (GetJob.sources_once): a job whose source is that of an
+ * earlier job of its reply (the variants of one tuned kernel) comes with
+ * Job.source_job naming that job instead of the bytes again.
  *
  * Compile-ahead (--prefetch, the default on GPUs): while a job evaluates,
  * the next jobs of its batch build into the compile cache in children at
@@ -112,6 +115,10 @@ typedef struct {
     int lost;              /* coordinator said STALE or cancel: lease gone */
     pid_t precompile;      /* compile-ahead child still to be reaped, or 0 */
     int compiled_ahead;    /* a compile-ahead child was started for it */
+    const uint8_t *src;    /* its candidate source: its own, or that of the job of its reply it
+                            * names (Job.source_job, GetJob.sources_once); NULL: that job is not
+                            * earlier in the reply */
+    size_t src_len;
 } held_job;
 
 /* The leases one reply granted (a GetJob's, or a Result's with `next`):
@@ -383,9 +390,17 @@ typedef struct {
 
 /* Write the job's task files and candidate source. 0, or -1 with the reason
  * in res (infra_error). */
-static int prepare_job(daemon_cfg *c, const Kfarm__Job *job, const char *backend, job_paths *p,
+static int prepare_job(daemon_cfg *c, const held_job *j, const char *backend, job_paths *p,
                        kf_eval_res *res)
 {
+    const Kfarm__Job *job = j->job;
+    if (!j->src) {
+        res->verdict = KF_INFRA_ERROR;
+        snprintf(res->detail, sizeof(res->detail),
+                 "the job's source is that of job %llu, which is not earlier in its reply",
+                 (unsigned long long)job->source_job);
+        return -1;
+    }
     if (materialize_task(c, job, p->task_dir, sizeof(p->task_dir)) < 0) {
         res->verdict = KF_INFRA_ERROR;
         if (task_abbreviated(job))
@@ -399,7 +414,7 @@ static int prepare_job(daemon_cfg *c, const Kfarm__Job *job, const char *backend
     }
     snprintf(p->job_dir, sizeof(p->job_dir), "%s/jobs/%llu", c->work_dir, (unsigned long long)job->job_id);
     snprintf(p->src, sizeof(p->src), "%s/candidate.%s", p->job_dir, strcmp(backend, "cuda") ? "c" : "cu");
-    if (kf_util_mkdirs(p->job_dir) < 0 || kf_util_write_file(p->src, job->source.data, job->source.len) < 0) {
+    if (kf_util_mkdirs(p->job_dir) < 0 || kf_util_write_file(p->src, j->src, j->src_len) < 0) {
         res->verdict = KF_INFRA_ERROR;
         snprintf(res->detail, sizeof(res->detail), "cannot write %.900s: %s", p->src, strerror(errno));
         return -1;
@@ -444,7 +459,7 @@ static void start_precompile(daemon_cfg *c, held_job *j, const char *backend)
     kf_eval_res res;
     memset(&res, 0, sizeof(res));
     j->compiled_ahead = 1; /* tried once, whatever comes of it */
-    if (prepare_job(c, j->job, backend, &p, &res) < 0) return; /* the evaluation will say why */
+    if (prepare_job(c, j, backend, &p, &res) < 0) return; /* the evaluation will say why */
     pid_t pid = fork();
     if (pid < 0) return;
     if (pid == 0) {
@@ -518,7 +533,7 @@ static void run_job(daemon_cfg *c, held_job *j, const char *backend, kf_eval_res
     wait_precompile(j, hb);
     double t1 = kf_util_now_s();
     job_paths p;
-    if (prepare_job(c, j->job, backend, &p, res) < 0) return;
+    if (prepare_job(c, j, backend, &p, res) < 0) return;
     kf_eval_req req;
     fill_req(c, j->job, &p, &req);
     req.tick = heartbeat_tick;
@@ -560,6 +575,23 @@ static void batch_adopt(daemon_cfg *c, lease_batch *out, Kfarm__Reply *rep)
     out->n = 1;
     for (size_t k = 0; k < rep->n_more_jobs && out->n < KF_DAEMON_MAX_BATCH; k++)
         out->j[out->n++].job = rep->more_jobs[k];
+    /* each job's source: its own, or (Job.source_job) that of the job it
+     * names, which must come earlier in the reply and carry its own */
+    for (int k = 0; k < out->n; k++) {
+        held_job *h = &out->j[k];
+        h->src = NULL;
+        h->src_len = 0;
+        if (!h->job->has_source_job) {
+            h->src = h->job->source.data ? h->job->source.data : (const uint8_t *)"";
+            h->src_len = h->job->source.len;
+            continue;
+        }
+        for (int e = 0; e < k && !h->src; e++)
+            if (out->j[e].job->job_id == h->job->source_job && !out->j[e].job->has_source_job) {
+                h->src = out->j[e].src;
+                h->src_len = out->j[e].src_len;
+            }
+    }
     for (int k = 0; k < out->n; k++) {
         char dir[1536];
         if (!task_abbreviated(out->j[k].job) && out->j[k].job->task_sha256 &&
@@ -668,6 +700,7 @@ static void getjob_want(daemon_cfg *c, Kfarm__GetJob *gj, int want)
 {
     size_t n = kf_task_cache_have(&c->tasks, c->work_dir); /* only those still on disk */
     gj->has_tasks_once = gj->tasks_once = 1;
+    gj->has_sources_once = gj->sources_once = 1;
     gj->n_have_tasks = n;
     gj->have_tasks = n ? c->tasks.have : NULL;
     gj->has_max_jobs = want > 1;

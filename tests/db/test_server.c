@@ -579,6 +579,89 @@ int main(void)
           "tasks_once: files only where the worker lacks them (%d in full, %d by name, %d wrong)", full,
           abbrev, bad);
 
+    /* GetJob.sources_once: a job whose source is an earlier job's of the
+     * same reply names that job (Job.source_job) and carries no bytes;
+     * every job's source, its own or the one it names, is its candidate's.
+     * Without it, every job carries its own. Two tune campaigns of 8
+     * variants each (one source per campaign, two sources in all). */
+    for (int c = 0; c < 2; c++) {
+        char nm[32], seedp[600], basep[4200], line[1024], td[4096];
+        snprintf(td, sizeof(td), "%s/tests/tasks/farm_axpy_f32", src_dir());
+        snprintf(nm, sizeof(nm), "srv_src%d", c);
+        snprintf(seedp, sizeof(seedp), "%s/seed_src%d.c", dir, c);
+        snprintf(basep, sizeof(basep), "%s/baseline.c", td);
+        FILE *in = fopen(basep, "r"), *out = fopen(seedp, "w");
+        if (out) fprintf(out, "// kfarm:tune UNUSED_S%d=1,2,3,4,5,6,7,8\n", c);
+        while (in && out && fgets(line, sizeof(line), in)) fputs(line, out);
+        if (in) fclose(in);
+        if (out) fclose(out);
+        kf_campaign_spec sp3;
+        memset(&sp3, 0, sizeof(sp3));
+        sp3.name = nm;
+        sp3.task_dir = td;
+        sp3.seed_path = seedp;
+        sp3.max_candidates = 8;
+        CHECK(kf_campaign_create(db, &sp3, NULL, err, sizeof(err)) == 0, "%s", err);
+        CHECK(kf_campaign_start(db, nm, err, sizeof(err)) == 0, "%s", err);
+    }
+    int sj = 0, byref = 0, own = 0, wrong = 0;
+    for (int round = 0; round < 40 && sj < 24; round++) {
+        int once = round % 4 != 3; /* every fourth GetJob without sources_once */
+        Kfarm__GetJob g = KFARM__GET_JOB__INIT;
+        char *cls[1] = { "cpu" };
+        g.worker_id = "fake-3";
+        g.n_classes = 1;
+        g.classes = cls;
+        g.has_max_jobs = 1;
+        g.max_jobs = 8;
+        g.has_sources_once = once;
+        g.sources_once = once;
+        Kfarm__Request req = KFARM__REQUEST__INIT;
+        req.msg_case = KFARM__REQUEST__MSG_GET_JOB;
+        req.get_job = &g;
+        Kfarm__Reply *rp = call(&w3, &req);
+        if (!rp || rp->status != KFARM__STATUS__OK) {
+            if (rp) kfarm__reply__free_unpacked(rp, NULL);
+            sleep_ms(200);
+            continue;
+        }
+        for (size_t k = 0; k <= rp->n_more_jobs; k++) {
+            Kfarm__Job *jb = k == 0 ? rp->job : rp->more_jobs[k - 1];
+            if (!jb) continue;
+            sj++;
+            const ProtobufCBinaryData *src = &jb->source;
+            if (jb->has_source_job) {
+                byref++;
+                src = NULL;
+                wrong += !once || jb->source.len > 0; /* named without being asked, or bytes as well */
+                for (size_t e = 0; e < k && !src; e++) {
+                    Kfarm__Job *o = e == 0 ? rp->job : rp->more_jobs[e - 1];
+                    if (o->job_id == jb->source_job && !o->has_source_job) src = &o->source;
+                }
+            } else {
+                own++;
+                for (size_t e = 0; e < k && once; e++) { /* an earlier job carried the same bytes */
+                    Kfarm__Job *o = e == 0 ? rp->job : rp->more_jobs[e - 1];
+                    wrong += !o->has_source_job && o->source.len == jb->source.len &&
+                             memcmp(o->source.data, jb->source.data, jb->source.len) == 0;
+                }
+            }
+            char cid[24];
+            snprintf(cid, sizeof(cid), "%llu", (unsigned long long)jb->candidate_id);
+            const char *pc[1] = { cid };
+            PGresult *m = kf_db_exec(db, "SELECT source FROM candidates WHERE id = $1::bigint", 1, pc, err,
+                                     sizeof(err));
+            int same = m && PQntuples(m) == 1 && src && (size_t)PQgetlength(m, 0, 0) == src->len &&
+                       memcmp(PQgetvalue(m, 0, 0), src->data, src->len) == 0;
+            if (m) PQclear(m);
+            wrong += !same;
+        }
+        kfarm__reply__free_unpacked(rp, NULL);
+    }
+    CHECK(sj >= 16 && byref > 0 && own > 0 && wrong == 0,
+          "sources_once: each of %d jobs has its candidate's source, %d by an earlier job of its reply,"
+          " %d of its own (%d wrong)", sj, byref, own, wrong);
+
 end:
     kill(pid, SIGTERM);
     int status = 0, exited = 0;

@@ -45,6 +45,11 @@
 #   TASKS_ONCE=1           loadgen --tasks-once: a task's files once per simulated
 #                          worker, as kfarm-worker asks (GetJob.tasks_once);
 #                          0: with every job (the protocol before 2026-12-07)
+#   SOURCES_ONCE=          loadgen --sources-once: unset, loadgen's default (1:
+#                          a source once per reply, as kfarm-worker asks with
+#                          GetJob.sources_once; a loadgen older than that has
+#                          no such option, and is not passed one); 0: with
+#                          every job
 #   SLOW_MS=               loadgen --slow-ms: list each reply slower than this
 #                          (stderr "slow CALL UNIX_TIME LATENCY ms")
 #   HEARTBEATS=1           loadgen --heartbeats: heartbeats per lease
@@ -172,7 +177,8 @@ run_kfarm() { # N RUN [K coordinators]
     --duration "$duration" --queue "$queue" --history "${HISTORY:-0}" --piggyback "${PIGGYBACK:-0}" \
     --jobs-per-lease "${JOBS_PER_LEASE:-1}" --batch-results "${BATCH_RESULTS:-0}" \
     --eval-ms "${EVAL_MS:-0}" --stagger "${STAGGER:-0}" ${HEARTBEATS:+--heartbeats "$HEARTBEATS"} \
-    ${SLOW_MS:+--slow-ms "$SLOW_MS"} --settle "${SETTLE:-1}" --tasks-once "${TASKS_ONCE:-1}" || rc=$?
+    ${SLOW_MS:+--slow-ms "$SLOW_MS"} --settle "${SETTLE:-1}" --tasks-once "${TASKS_ONCE:-1}" \
+    ${SOURCES_ONCE:+--sources-once "$SOURCES_ONCE"} || rc=$?
   cpu=0
   for pid in "${pids[@]}"; do
     cpu=$(awk -v t="$clk" -v c="$cpu" '{printf "%.2f", c + ($14 + $15) / t}' "/proc/$pid/stat" 2>/dev/null || echo "$cpu")
@@ -203,7 +209,7 @@ status=0
   echo "postgres: $(psql "$conn" -tAc 'SHOW server_version' 2>/dev/null || echo '?') (devdb: fsync on, unix socket; $(tools/devdb status | sed 's/.*; //'))"
   echo "node:     $(node --version), graphile-worker $(node -p 'require("./tools/bench/graphile/node_modules/graphile-worker/package.json").version')"
   echo "commit:   $(git rev-parse --short HEAD 2>/dev/null || echo ?)"
-  echo "settings: WORKERS='$workers_list' RUNS=$runs DURATION=$duration QUEUE=$queue GRAPHILE_QUEUE=$gqueue GRAPHILE_BATCHED_QUEUE=$gbqueue PIGGYBACK=${PIGGYBACK:-0} JOBS_PER_LEASE=${JOBS_PER_LEASE:-1} BATCH_RESULTS=${BATCH_RESULTS:-0} EVAL_MS=${EVAL_MS:-0} STAGGER=${STAGGER:-0} HEARTBEATS=${HEARTBEATS:-1} COORD_THREADS=${COORD_THREADS:-default} COORDS='$coords_list' CONNECT_ALL=${CONNECT_ALL:-0} HISTORY=${HISTORY:-0} HUGEPAGES=${HUGEPAGES:-try} TASKS_ONCE=${TASKS_ONCE:-1}"
+  echo "settings: WORKERS='$workers_list' RUNS=$runs DURATION=$duration QUEUE=$queue GRAPHILE_QUEUE=$gqueue GRAPHILE_BATCHED_QUEUE=$gbqueue PIGGYBACK=${PIGGYBACK:-0} JOBS_PER_LEASE=${JOBS_PER_LEASE:-1} BATCH_RESULTS=${BATCH_RESULTS:-0} EVAL_MS=${EVAL_MS:-0} STAGGER=${STAGGER:-0} HEARTBEATS=${HEARTBEATS:-1} COORD_THREADS=${COORD_THREADS:-default} COORDS='$coords_list' CONNECT_ALL=${CONNECT_ALL:-0} HISTORY=${HISTORY:-0} HUGEPAGES=${HUGEPAGES:-try} TASKS_ONCE=${TASKS_ONCE:-1} SOURCES_ONCE=${SOURCES_ONCE:-default}"
   rc=0
   for n in $workers_list; do
     for r in $(seq "$runs"); do

@@ -90,7 +90,8 @@
  *     loadgen_cpu_s=.. warmup_s=.. ran_dry=0|1 verified=0|1 per_lease=..
  *     batch_results=.. coords=K connect_all=0|1 dup_finals=.. history=H
  *     eval_ms=.. stagger=0|1 tcp_retrans=.. tcp_timeouts=.. listen_drops=..
- *     tasks_once=0|1 task_missing=.. pg_us_per_job=.. coord_us_per_job=..
+ *     tasks_once=0|1 task_missing=.. sources_once=0|1 source_missing=..
+ *     pg_us_per_job=.. coord_us_per_job=..
  *     machine_us_per_job=.. steal_s=..
  * jobs/s = results acknowledged OK inside the window / window length (s).
  * loadgen_cpu_s is the driving processes' own CPU time (user + system) in
@@ -200,6 +201,7 @@ typedef struct {
     long ok_in_window;
     long acked_jobs;      /* jobs whose result was acknowledged OK, any phase */
     long task_missing;    /* jobs naming a task without its files that the worker did not hold */
+    long source_missing;  /* jobs without a source or naming one (Job.source_job) not earlier in their reply */
     long pending_at_end;
     double cpu_window_s;  /* this process's CPU time inside the window, s */
     char err[256];
@@ -218,6 +220,7 @@ struct lg {
     int slow_ms;         /* > 0: print each reply of the window slower than this (stderr) */
     int stagger;         /* first GetJob at a uniform point of one lease cycle (per_lease x eval_ms) */
     int tasks_once;      /* GetJob.tasks_once and have_tasks: a task's files once per worker */
+    int sources_once;    /* GetJob.sources_once: a source once per reply */
     double duration_s, drain_s;
     long job_limit;
     char prefix[64];
@@ -435,6 +438,7 @@ static int send_call(driver *d, int i)
         gj.n_have_tasks = (size_t)s->ntasks;
         gj.have_tasks = have;
     }
+    if (d->g->sources_once) gj.has_sources_once = gj.sources_once = 1;
     switch (s->call) {
     case C_REGISTER:
         dev.name = "loadgen cpu";
@@ -598,7 +602,9 @@ static void drop_job(sim *s)
 /* Hold the jobs of reply rep (job + more_jobs). A job that names its task
  * only must name the one this worker holds (or one an earlier job of the
  * reply carried in full, which the worker then holds): else it counts in
- * d->task_missing (a worker could not evaluate it). */
+ * d->task_missing (a worker could not evaluate it). A job must carry its
+ * source or name (Job.source_job) an earlier job of the reply that does, as
+ * kfarm-worker resolves it: else it counts in d->source_missing. */
 static void adopt_jobs(driver *d, sim *s, Kfarm__Reply *rep)
 {
     s->job = rep;
@@ -622,6 +628,12 @@ static void adopt_jobs(driver *d, sim *s, Kfarm__Reply *rep)
         } else if (!sha[0] || held < 0) {
             d->task_missing++;
         }
+        int src = !j->has_source_job && j->source.len > 0;
+        for (int e = 0; e < k && !src && j->has_source_job; e++) {
+            const Kfarm__Job *o = held_job(s, e);
+            src = o->job_id == j->source_job && !o->has_source_job && o->source.len > 0;
+        }
+        if (!src) d->source_missing++;
     }
 }
 
@@ -1230,6 +1242,8 @@ static void usage(FILE *f)
         "                   ms, a fleet out of step (default 0: all at once, results in waves)\n"
         "  --tasks-once 0|1 GetJob.tasks_once with the task held in have_tasks, as kfarm-worker\n"
         "                   (default 1): a task's files travel once per worker, not with every job\n"
+        "  --sources-once 0|1 GetJob.sources_once, as kfarm-worker (default 1): a job whose source is\n"
+        "                   an earlier job's of the same reply names that job instead\n"
         "  --settle 0|1     after the setup, VACUUM, CHECKPOINT and sync(2) before the workers\n"
         "                   start, so that the setup's autovacuum and writeback do not land in the\n"
         "                   window (default 1)\n"
@@ -1266,6 +1280,7 @@ int main(int argc, char **argv)
     g->drain_s = 60;
     g->heartbeats = 1;
     g->tasks_once = 1;
+    g->sources_once = 1;
     g->per_lease = 1;
     g->poll_ms = 500;
     g->timeout_ms = 15000;
@@ -1308,6 +1323,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--eval-ms") && arg_num(v, 0, 3600000, &x) == 0) g->eval_ms = (int)x;
         else if (!strcmp(a, "--stagger") && arg_num(v, 0, 1, &x) == 0) g->stagger = (int)x;
         else if (!strcmp(a, "--tasks-once") && arg_num(v, 0, 1, &x) == 0) g->tasks_once = (int)x;
+        else if (!strcmp(a, "--sources-once") && arg_num(v, 0, 1, &x) == 0) g->sources_once = (int)x;
         else if (!strcmp(a, "--slow-ms") && arg_num(v, 0, 3600000, &x) == 0) g->slow_ms = (int)x;
         else if (!strcmp(a, "--settle") && arg_num(v, 0, 1, &x) == 0) settle = (int)x;
         else if (!strcmp(a, "--timeout-ms") && arg_num(v, 10, 3600000, &x) == 0) g->timeout_ms = (int)x;
@@ -1484,7 +1500,7 @@ int main(int argc, char **argv)
 
     /* collect */
     samples all[C_N];
-    long count[C_N][X_N], ok = 0, pending = 0, acked_all = 0, task_missing = 0;
+    long count[C_N][X_N], ok = 0, pending = 0, acked_all = 0, task_missing = 0, source_missing = 0;
     double lg_cpu = 0;
     memset(all, 0, sizeof(all));
     memset(count, 0, sizeof(count));
@@ -1501,6 +1517,7 @@ int main(int argc, char **argv)
             ok += d.ok_in_window;
             acked_all += d.acked_jobs;
             task_missing += d.task_missing;
+            source_missing += d.source_missing;
             pending += d.pending_at_end;
             lg_cpu += d.cpu_window_s;
             for (int c = 0; c < C_N; c++)
@@ -1540,7 +1557,7 @@ int main(int argc, char **argv)
         count_inconsistent(db, g->prefix, cid, &dup, &mismatch, err, sizeof(err)) < 0)
         fprintf(stderr, "loadgen: verification query: %s\n", err);
     else
-        verified = stored >= acked && dup == 0 && mismatch == 0 && task_missing == 0;
+        verified = stored >= acked && dup == 0 && mismatch == 0 && task_missing == 0 && source_missing == 0;
     kf_db_close(db);
     char addrs[LG_MAX_ADDRS * 64 + 32];
     size_t al = 0;
@@ -1567,7 +1584,8 @@ int main(int argc, char **argv)
     printf("durable: %ld jobs acknowledged OK (warm-up, window and drain), %ld final ok evaluations stored "
            "under this run's workers; %ld jobs with several final evaluations; %ld jobs whose state "
            "disagrees with their final evaluation; %ld jobs without their task's files that the worker "
-           "did not hold: %s\n", acked, stored, dup, mismatch, task_missing,
+           "did not hold; %ld jobs without their source: %s\n", acked, stored, dup, mismatch, task_missing,
+           source_missing,
            verified ? "verified (none missing, none twice)" : "FAILED");
     printf("RESULT loadgen workers=%d procs=%d secs=%.3f jobs=%ld jobs_per_s=%.1f "
            "register_p50_ms=%.2f register_p99_ms=%.2f getjob_p50_ms=%.2f getjob_p99_ms=%.2f "
@@ -1576,13 +1594,14 @@ int main(int argc, char **argv)
            "loadgen_cpu_s=%.2f warmup_s=%.2f ran_dry=%d verified=%d per_lease=%d batch_results=%d "
            "coords=%d connect_all=%d dup_finals=%ld history=%ld eval_ms=%d stagger=%d "
            "tcp_retrans=%ld tcp_timeouts=%ld listen_drops=%ld tasks_once=%d task_missing=%ld "
-           "pg_us_per_job=%.1f coord_us_per_job=%.1f machine_us_per_job=%.1f steal_s=%.2f\n",
+           "sources_once=%d source_missing=%ld pg_us_per_job=%.1f coord_us_per_job=%.1f machine_us_per_job=%.1f steal_s=%.2f\n",
            g->workers, procs, secs, ok, rate, p50[C_REGISTER], p99[C_REGISTER], p50[C_GETJOB],
            p99[C_GETJOB], mx[C_GETJOB], p50[C_HEARTBEAT], p99[C_HEARTBEAT], p50[C_RESULT],
            p99[C_RESULT], mx[C_RESULT], no_job, errors, timeouts, lg_cpu, warm_s,
            atomic_load(&g->ran_dry), verified, g->per_lease, g->batch_results, g->naddr, g->connect_all,
            dup, queue > 0 ? history : 0, g->eval_ms, g->stagger, tcp1[0] - tcp0[0], tcp1[1] - tcp0[1],
-           tcp1[2] - tcp0[2], g->tasks_once, task_missing, per_job(cpu0.pg, cpu1.pg, ok),
+           tcp1[2] - tcp0[2], g->tasks_once, task_missing, g->sources_once,
+           source_missing, per_job(cpu0.pg, cpu1.pg, ok),
            per_job(cpu0.coord, cpu1.coord, ok), per_job(cpu0.busy, cpu1.busy, ok),
            cpu0.steal >= 0 && cpu1.steal >= 0 ? cpu1.steal - cpu0.steal : -1);
     for (int c = 0; c < C_N; c++) free(all[c].v);
