@@ -540,9 +540,12 @@ json_t *kf_bests_top(kf_db *db, int64_t campaign_id, int max_ties, char *err, si
         const char *pb[2] = { cid, bs };
         r = kf_db_exec(db,
             "SELECT t, COALESCE(e.verdict, 'none yet') FROM campaigns c CROSS JOIN unnest(c.targets) t"
-            /* its evaluation job (verifies IS NULL) by job_keys_candidate */
-            " LEFT JOIN job_keys jk ON jk.candidate_id = $2::bigint AND jk.target = t AND jk.verifies IS NULL"
-            " LEFT JOIN evaluations e ON e.job_id = jk.job_id AND e.is_final "
+            /* its evaluation job's final result on each target, by
+             * evaluations_candidate and the evaluation's own target and
+             * purpose (schema 009; one evaluation job per candidate and
+             * target, one final result per job) */
+            " LEFT JOIN evaluations e ON e.candidate_id = $2::bigint AND e.job_target = t"
+            "   AND e.job_purpose = 'eval' AND e.is_final "
             "WHERE c.id = $1::bigint AND (e.verdict IS DISTINCT FROM 'ok') ORDER BY t", 2, pb, err, errlen);
         if (!r) goto fail;
         if (PQntuples(r) > 0) {
@@ -566,14 +569,13 @@ json_t *kf_bests_top(kf_db *db, int64_t campaign_id, int max_ties, char *err, si
         snprintf(os, sizeof(os), "%lld", (long long)json_integer_value(json_object_get(overall, "candidate")));
         const char *po[2] = { cid, os };
         r = kf_db_exec(db,
-            "SELECT jk.target, k.id, e.speedup, COALESCE(e.speedup_lo, e.speedup),"
+            "SELECT e.job_target, k.id, e.speedup, COALESCE(e.speedup_lo, e.speedup),"
             "  COALESCE(e.speedup_hi, e.speedup), e.cv, e.candidate_us, e.baseline_us, e.worker_id,"
             "  k.defines::text, e.confirmation, e.confirmed_by_worker"
             " FROM campaigns c CROSS JOIN unnest(c.targets) WITH ORDINALITY t(tn, o)"
-            " JOIN job_keys jk ON jk.candidate_id = $2::bigint AND jk.target = t.tn"
-            "   AND jk.verifies IS NULL AND jk.campaign_id = c.id"
-            " JOIN candidates k ON k.id = jk.candidate_id"
-            " JOIN evaluations e ON e.job_id = jk.job_id AND e.is_final "
+            " JOIN evaluations e ON e.candidate_id = $2::bigint AND e.job_target = t.tn"
+            "   AND e.job_purpose = 'eval' AND e.is_final AND e.job_campaign_id = c.id"
+            " JOIN candidates k ON k.id = e.candidate_id "
             "WHERE c.id = $1::bigint ORDER BY t.o", 2, po, err, errlen);
         if (!r) goto fail;
         for (int i = 0; i < PQntuples(r); i++) {

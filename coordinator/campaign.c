@@ -158,6 +158,13 @@ int kf_campaign_create(kf_db *db, const kf_campaign_spec *spec, int64_t *id,
                      tg[i]);
             goto out;
         }
+        /* one evaluation job per candidate and target: a class named twice
+         * would mean the same job twice */
+        for (int k = 0; k < i; k++)
+            if (!strcmp(tg[k], tg[i])) {
+                snprintf(err, errlen, "target class '%s' is named twice", tg[i]);
+                goto out;
+            }
         /* The obvious backend mismatches: a cpu task on a GPU class or the
          * other way round would only produce `unsupported` verdicts. */
         int cpu_class = strcmp(tg[i], "cpu") == 0, sm_class = strncmp(tg[i], "sm_", 3) == 0;
@@ -354,10 +361,21 @@ int kf_campaign_delete(kf_db *db, const char *name, char *err, size_t errlen)
         return -1;
     }
     const char *p[1] = { name };
-    /* candidates, jobs, evaluations, proposals, hints and documents go with
-     * it (ON DELETE CASCADE); the task stays (other campaigns may use it) */
-    return kf_db_cmd(db, "DELETE FROM campaigns WHERE name = $1 AND state <> 'running'", 1, p,
-                     err, errlen);
+    /* its jobs first, in one statement (their keys: the trigger of
+     * job_keys deletes the jobs, theirs the evaluations), then the
+     * campaign: candidates, proposals, hints and documents go with it (ON
+     * DELETE CASCADE), and each deleted candidate finds no jobs left (the
+     * cascade alone deletes them one candidate at a time); the task stays
+     * (other campaigns may use it) */
+    if (kf_db_begin(db, err, errlen) < 0) return -1;
+    if (kf_db_cmd(db, "DELETE FROM job_keys WHERE campaign_id = (SELECT id FROM campaigns"
+                      " WHERE name = $1 AND state <> 'running')", 1, p, err, errlen) < 0 ||
+        kf_db_cmd(db, "DELETE FROM campaigns WHERE name = $1 AND state <> 'running'", 1, p, err, errlen) < 0 ||
+        kf_db_commit(db, err, errlen) < 0) {
+        kf_db_rollback(db);
+        return -1;
+    }
+    return 0;
 }
 
 int kf_campaign_step(kf_db *db, int64_t campaign_id, int *done, char *err, size_t errlen)

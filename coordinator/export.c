@@ -2020,8 +2020,12 @@ static int export_data(kf_db *db, const char *dir, const char *since, char **now
                                                  " GROUP BY e.verdict",
                              /* a chunk's jobs by their candidates' ids: through job_keys
                               * (schema 015: the job row has no index by candidate) */
+                             /* each job by its id (OFFSET 0 keeps the lookup per key: joined
+                              * plainly, the plan read every job of the database per chunk,
+                              * 162 ms a chunk instead of 13 at 1,000,000 evaluations) */
                              relation_exists(db, "job_keys")
-                                 ? "FROM job_keys jk JOIN jobs j ON j.id = jk.job_id"
+                                 ? "FROM job_keys jk CROSS JOIN LATERAL (SELECT * FROM jobs x"
+                                   " WHERE x.id = jk.job_id OFFSET 0) j"
                                    " WHERE jk.candidate_id >= $2::bigint AND jk.candidate_id < $3::bigint"
                                  : "FROM jobs j WHERE j.candidate_id >= $2::bigint AND j.candidate_id < $3::bigint" };
     /* the list's counts: from campaign_counts where the schema has it */

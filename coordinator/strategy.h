@@ -34,6 +34,12 @@
     "NOT EXISTS (SELECT 1 FROM job_keys jk WHERE jk.candidate_id = " CAND          \
     " AND jk.target = " TARGET " AND jk.verifies IS NULL)"
 
+/* SQL FROM item: campaign c's targets as column t, each once (a campaign
+ * created with a target named twice would otherwise insert its jobs
+ * twice in one statement, which KF_NO_JOB_KEY cannot see and
+ * job_keys_candidate refuses). */
+#define KF_CAMPAIGN_TARGETS "LATERAL (SELECT DISTINCT unnest(c.targets)) kf_t(t)"
+
 typedef struct kf_strategy {
     const char *name;
     /* Advance campaign `campaign_id` (state running). Sets *finished = 1 when

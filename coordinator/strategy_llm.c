@@ -227,7 +227,7 @@ static int insert_variants(kf_db *db, const char *cid, const char *source, const
     const char *pj[2] = { cid, ids };
     int rc = kf_db_cmd(db,
         "INSERT INTO jobs (candidate_id, campaign_id, target, max_attempts) "
-        "SELECT k, c.id, t, c.max_attempts FROM campaigns c, unnest(c.targets) t,"
+        "SELECT k, c.id, t, c.max_attempts FROM campaigns c, " KF_CAMPAIGN_TARGETS ","
         "  unnest($2::bigint[]) k WHERE c.id = $1::bigint AND " KF_NO_JOB_KEY("k", "t")
         " ORDER BY k, t", 2, pj, err, errlen);
     free(ids);
@@ -407,7 +407,7 @@ static int start_seed(kf_db *db, const char *cid, const llm_cfg *c, json_t *stat
         const char *pj[2] = { cid, seed };
         rc = kf_db_cmd(db,
             "INSERT INTO jobs (candidate_id, campaign_id, target, max_attempts) "
-            "SELECT $2::bigint, c.id, t, c.max_attempts FROM campaigns c, unnest(c.targets) t "
+            "SELECT $2::bigint, c.id, t, c.max_attempts FROM campaigns c, " KF_CAMPAIGN_TARGETS " "
             "WHERE c.id = $1::bigint AND " KF_NO_JOB_KEY("$2::bigint", "t"), 2, pj, err, errlen);
     } else if (rc == 0) {
         int64_t first;

@@ -101,7 +101,7 @@ static int tune_step(kf_db *db, int64_t campaign_id, int *finished, char *err, s
         /* Nothing to sweep: evaluate the seed itself. */
         if (kf_db_cmd(db,
                 "INSERT INTO jobs (candidate_id, campaign_id, target, max_attempts) "
-                "SELECT $2::bigint, c.id, t, c.max_attempts FROM campaigns c, unnest(c.targets) t "
+                "SELECT $2::bigint, c.id, t, c.max_attempts FROM campaigns c, " KF_CAMPAIGN_TARGETS " "
                 "WHERE c.id = $1::bigint AND " KF_NO_JOB_KEY("$2::bigint", "t"),
                 2, (const char *[]){ id, seed_id }, err, errlen) < 0)
             goto fail;
@@ -125,7 +125,7 @@ static int tune_step(kf_db *db, int64_t campaign_id, int *finished, char *err, s
         if (kf_db_cmd(db,
                 "INSERT INTO jobs (candidate_id, campaign_id, target, max_attempts) "
                 "SELECT k.id, c.id, t, c.max_attempts "
-                "FROM campaigns c JOIN candidates k ON k.campaign_id = c.id, unnest(c.targets) t "
+                "FROM campaigns c JOIN candidates k ON k.campaign_id = c.id, " KF_CAMPAIGN_TARGETS " "
                 "WHERE c.id = $1::bigint AND k.proposer = 'tune' AND k.parent_id = $2::bigint "
                 "  AND " KF_NO_JOB_KEY("k.id", "t") " ORDER BY k.id, t",
                 2, (const char *[]){ id, seed_id }, err, errlen) < 0)

@@ -14,7 +14,8 @@
 --
 -- A lookup by (job_id, fencing_token) reads both indexes
 -- (coordinator/queue.c: the finals by evaluations_one_final, the others by
--- this one); so does deleting a job's evaluations (the trigger below).
+-- this one); so does deleting a job's evaluations (the trigger below,
+-- its DELETEs planned at each call for the rows it has: see 015).
 DROP INDEX evaluations_job_token;
 CREATE UNIQUE INDEX evaluations_job_token ON evaluations (job_id, fencing_token) WHERE NOT is_final;
 
@@ -22,8 +23,8 @@ CREATE OR REPLACE FUNCTION kf_forget_evaluations() RETURNS trigger LANGUAGE plpg
 BEGIN
     PERFORM 1 FROM gone LIMIT 1;
     IF FOUND THEN
-        DELETE FROM evaluations e USING gone g WHERE e.job_id = g.id AND e.is_final;
-        DELETE FROM evaluations e USING gone g WHERE e.job_id = g.id AND NOT e.is_final;
+        EXECUTE 'DELETE FROM evaluations e USING gone g WHERE e.job_id = g.id AND e.is_final';
+        EXECUTE 'DELETE FROM evaluations e USING gone g WHERE e.job_id = g.id AND NOT e.is_final';
     END IF;
     RETURN NULL;
 END $$;

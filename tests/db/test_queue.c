@@ -117,12 +117,21 @@ int main(void)
     spec.strategy = "annealing";
     CHECK(kf_campaign_create(db, &spec, NULL, err, sizeof(err)) < 0, "unknown strategy accepted");
     spec.strategy = NULL;
+    spec.targets[0] = spec.targets[1] = "cpu";
+    spec.n_targets = 2;
+    CHECK(kf_campaign_create(db, &spec, NULL, err, sizeof(err)) < 0 && strstr(err, "named twice"),
+          "a target named twice accepted: %s", err);
+    spec.n_targets = 0;
 
     int done = 0;
     CHECK(kf_campaign_step(db, cid, &done, err, sizeof(err)) == 0, "%s", err);
     CHECK(q1(db, "SELECT count(*) FROM jobs") == 0, "created campaign must not expand");
     CHECK(kf_campaign_start(db, "q1", err, sizeof(err)) == 0, "%s", err);
+    /* a campaign whose targets name a class twice (written before creation
+     * refused it) expands once per class */
+    exec_ok(db, "UPDATE campaigns SET targets = ARRAY['cpu', 'cpu'] WHERE name = 'q1'");
     CHECK(kf_campaign_step(db, cid, &done, err, sizeof(err)) == 0, "%s", err);
+    exec_ok(db, "UPDATE campaigns SET targets = ARRAY['cpu'] WHERE name = 'q1'");
     CHECK(q1(db, "SELECT count(*) FROM candidates WHERE proposer = 'tune'") == 8, "8 variants");
     CHECK(q1(db, "SELECT count(*) FROM jobs") == 8, "8 jobs");
     CHECK(q1(db, "SELECT count(DISTINCT defines) FROM candidates WHERE proposer = 'tune'") == 8,

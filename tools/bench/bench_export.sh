@@ -30,7 +30,7 @@ DB=$(tools/devdb conninfo kfbench_export)
 psql "$DB" -qtAX -c "SELECT 1" >/dev/null 2>&1 || DB=$(tools/devdb createdb kfbench_export 2>/dev/null)
 KFARM_DB=$DB build/kfarm db migrate >/dev/null
 if [ "${KEEP:-0}" != 1 ] || [ "$(psql "$DB" -qtAX -c "SELECT count(*) FROM campaigns WHERE name = 'big'")" = 0 ]; then
-  psql "$DB" -qtAX -c "SET client_min_messages = warning" -c "TRUNCATE campaigns, tasks, workers CASCADE" >/dev/null
+  psql "$DB" -qtAX -c "SET client_min_messages = warning" -c "TRUNCATE campaigns, tasks, workers, jobs, evaluations CASCADE" >/dev/null
   s=$(date +%s.%N)
   psql "$DB" -qtAX -v ON_ERROR_STOP=1 -v n="$N" -v name=big -f tests/browser/synth.sql
   # synth.sql stamps candidate g at start + g * 250 ms: past 115,200
