@@ -682,7 +682,7 @@ static int same_source(const lease_set *ls, const int *carriers, int n, const ch
     if (!len) return -1;
     for (int c = 0; c < n; c++) {
         const ProtobufCBinaryData *d = &ls->p[carriers[c]].job.source;
-        if (d->len == len && (len == 0 || memcmp(d->data, src, len) == 0)) return carriers[c];
+        if (d->len == len && memcmp(d->data, src, len) == 0) return carriers[c];
     }
     return -1;
 }
