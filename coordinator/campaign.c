@@ -361,21 +361,32 @@ int kf_campaign_delete(kf_db *db, const char *name, char *err, size_t errlen)
         return -1;
     }
     const char *p[1] = { name };
-    /* its jobs first, in one statement (their keys: the trigger of
+    /* Under the campaign row's lock (a `campaign start` waits, then finds
+     * it gone): its jobs in one statement (their keys: the trigger of
      * job_keys deletes the jobs, theirs the evaluations), then the
-     * campaign: candidates, proposals, hints and documents go with it (ON
-     * DELETE CASCADE), and each deleted candidate finds no jobs left (the
-     * cascade alone deletes them one candidate at a time); the task stays
-     * (other campaigns may use it) */
+     * campaign; candidates, proposals, hints and documents go with it (ON
+     * DELETE CASCADE). The task stays (other campaigns may use it). */
     if (kf_db_begin(db, err, errlen) < 0) return -1;
-    if (kf_db_cmd(db, "DELETE FROM job_keys WHERE campaign_id = (SELECT id FROM campaigns"
-                      " WHERE name = $1 AND state <> 'running')", 1, p, err, errlen) < 0 ||
-        kf_db_cmd(db, "DELETE FROM campaigns WHERE name = $1 AND state <> 'running'", 1, p, err, errlen) < 0 ||
-        kf_db_commit(db, err, errlen) < 0) {
-        kf_db_rollback(db);
-        return -1;
+    PGresult *r = kf_db_exec(db, "SELECT id FROM campaigns WHERE name = $1 AND state <> 'running' FOR UPDATE",
+                             1, p, err, errlen);
+    if (!r) goto fail;
+    if (PQntuples(r) != 1) {
+        PQclear(r);
+        snprintf(err, errlen, "campaign '%s' is running: pause it first (kfarm campaign pause %s)", name, name);
+        goto fail;
     }
+    char id[24];
+    snprintf(id, sizeof(id), "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    const char *pi[1] = { id };
+    if (kf_db_cmd(db, "DELETE FROM job_keys WHERE campaign_id = $1::bigint", 1, pi, err, errlen) < 0 ||
+        kf_db_cmd(db, "DELETE FROM campaigns WHERE id = $1::bigint", 1, pi, err, errlen) < 0 ||
+        kf_db_commit(db, err, errlen) < 0)
+        goto fail;
     return 0;
+fail:
+    kf_db_rollback(db);
+    return -1;
 }
 
 int kf_campaign_step(kf_db *db, int64_t campaign_id, int *done, char *err, size_t errlen)

@@ -17,3 +17,15 @@ CREATE INDEX evaluations_confirmed_by ON evaluations (confirmed_by) WHERE confir
 CREATE INDEX candidates_proposal ON candidates (proposal_id) WHERE proposal_id IS NOT NULL;
 CREATE INDEX proposals_candidate ON proposals (candidate_id) WHERE candidate_id IS NOT NULL;
 CREATE INDEX proposals_parent ON proposals (parent_id) WHERE parent_id IS NOT NULL;
+
+-- A campaign's counts deleted with it after a fold in flight (the tick's
+-- kf_compact_counts, under advisory lock 7471006) has committed: the rows a
+-- fold inserts for a campaign being deleted were invisible to the delete
+-- trigger's statement and stayed behind. The trigger takes the fold's lock
+-- (a fold only tries it, so the tick skips while a deletion holds it).
+CREATE OR REPLACE FUNCTION kf_forget_counts() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock(7471006);
+    DELETE FROM campaign_counts c USING kf_old_campaigns o WHERE c.campaign_id = o.id;
+    RETURN NULL;
+END $$;

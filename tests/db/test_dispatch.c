@@ -49,6 +49,7 @@
 #define _GNU_SOURCE
 #include <math.h>
 #include <signal.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1372,12 +1373,94 @@ static void part_overall(const char *conninfo)
     kf_db_close(db);
 }
 
+/* ---- a campaign's deletion holds its campaign row (kf_campaign_delete) ---- */
+
+typedef struct {
+    const char *conninfo, *name;
+    int rc;
+    char err[512];
+} del_arg;
+
+static void *del_thread(void *p)
+{
+    del_arg *a = p;
+    kf_db *db = kf_db_open(a->conninfo, a->err, sizeof(a->err));
+    a->rc = db ? kf_campaign_delete(db, a->name, a->err, sizeof(a->err)) : -1;
+    kf_db_close(db);
+    return NULL;
+}
+
+/* A `campaign start` that comes while the deletion deletes the campaign's
+ * jobs must not get in between (the deletion first deleted every job and
+ * result, then found the campaign running and left it so, with nothing
+ * in it, and said it was deleted): it waits on the campaign row, which
+ * the deletion holds. Here the deletion is held on one of the campaign's
+ * job rows, locked by another session. */
+static void part_delete_race(const char *conninfo)
+{
+    char err[512];
+    kf_db *db = kf_db_open(conninfo, err, sizeof(err)), *lk = kf_db_open(conninfo, err, sizeof(err)),
+          *st = kf_db_open(conninfo, err, sizeof(err));
+    CHECK(db && lk && st, "%s", err);
+    if (!db || !lk || !st || kf_db_migrate(db, NULL, err, sizeof(err)) < 0 || make_queue(db, "dr", 20) < 0) {
+        CHECK(0, "delete race setup");
+        goto out;
+    }
+    exec_ok(db, "UPDATE campaigns SET state = 'paused' WHERE name = 'dr'");
+    exec_ok(lk, "BEGIN");
+    exec_ok(lk, "SELECT id FROM jobs WHERE campaign_id = (SELECT id FROM campaigns WHERE name = 'dr')"
+                " ORDER BY id DESC LIMIT 1 FOR UPDATE");
+    del_arg a = { conninfo, "dr", -2, "" };
+    pthread_t t;
+    int started = pthread_create(&t, NULL, del_thread, &a) == 0;
+    CHECK(started, "deletion thread");
+    usleep(400000); /* the deletion waits on the locked job row */
+    exec_ok(st, "SET lock_timeout = '300ms'");
+    int rc = kf_campaign_start(st, "dr", err, sizeof(err));
+    CHECK(rc < 0, "a start while the campaign is being deleted waited on its row and gave up (rc %d: %s)", rc, err);
+    exec_ok(lk, "ROLLBACK");
+    if (started) pthread_join(t, NULL);
+    CHECK(a.rc == 0, "the deletion finished: %s", a.err);
+    CHECK(q1(db, "SELECT count(*) FROM campaigns WHERE name = 'dr'") == 0 &&
+              q1(db, "SELECT count(*) FROM jobs") == 0 && q1(db, "SELECT count(*) FROM job_keys") == 0,
+          "the campaign is gone with its jobs and keys");
+
+    /* a campaign deleted while the tick folds its counts
+     * (kf_compact_counts, in another session's open transaction): the
+     * deletion waits for the fold and deletes the folded rows too (they
+     * were left behind: invisible to the delete trigger's statement) */
+    if (make_queue(db, "dc", 3) == 0) {
+        exec_ok(db, "INSERT INTO campaign_counts (campaign_id, what, target, purpose, verdict, is_final, n)"
+                    " SELECT id, 'evaluation', 'cpu', 'eval', 'ok', true, 1 FROM campaigns, generate_series(1, 70)"
+                    " WHERE name = 'dc'");
+        exec_ok(db, "UPDATE campaigns SET state = 'paused' WHERE name = 'dc'");
+        exec_ok(lk, "BEGIN");
+        CHECK(q1(lk, "SELECT kf_compact_counts()") >= 70, "the fold took the campaign's rows");
+        del_arg d = { conninfo, "dc", -2, "" };
+        started = pthread_create(&t, NULL, del_thread, &d) == 0;
+        CHECK(started, "deletion thread");
+        usleep(400000);
+        exec_ok(lk, "COMMIT");
+        if (started) pthread_join(t, NULL);
+        CHECK(d.rc == 0, "the deletion finished: %s", d.err);
+        CHECK(q1(db, "SELECT count(*) FROM campaign_counts WHERE campaign_id NOT IN (SELECT id FROM campaigns)") == 0,
+              "no counts left of a campaign deleted during a fold");
+    } else {
+        CHECK(0, "second campaign");
+    }
+out:
+    kf_db_close(st);
+    kf_db_close(lk);
+    kf_db_close(db);
+}
+
 int main(void)
 {
-    char c1[1024], c2[1024], c3[1024], c4[1024], c5[1024], c6[1024];
+    char c1[1024], c2[1024], c3[1024], c4[1024], c5[1024], c6[1024], c7[1024];
     if (!fresh_db("kft_dispatch_lib", c1, sizeof(c1)) || !fresh_db("kft_dispatch_srv", c2, sizeof(c2)) ||
         !fresh_db("kft_dispatch_hist", c3, sizeof(c3)) || !fresh_db("kft_dispatch_floor", c4, sizeof(c4)) ||
-        !fresh_db("kft_dispatch_overall", c5, sizeof(c5)) || !fresh_db("kft_dispatch_rows", c6, sizeof(c6))) {
+        !fresh_db("kft_dispatch_overall", c5, sizeof(c5)) || !fresh_db("kft_dispatch_rows", c6, sizeof(c6)) ||
+        !fresh_db("kft_dispatch_delete", c7, sizeof(c7))) {
         fprintf(stderr, "cannot create a database: is the devdb cluster running (KFARM_DEVDB_DIR)?\n");
         printf("0 passed, 1 failed\n");
         return 1;
@@ -1389,6 +1472,7 @@ int main(void)
     part_overall(c5);
     part_group_rows(c6);
     part_group_numbers(c6);
+    part_delete_race(c7);
     /* every evaluation carries its job's campaign, target and purpose
      * (schema 009: the coordinator writes them, a trigger fills them for
      * any other writer), and they are the job's */
