@@ -89,9 +89,9 @@ static Kfarm__Reply *do_register(kf_wire_client *c)
 
 /* GetJob for the cpu class, asking for up to max_jobs leases (0: one, the
  * field left out); tasks_once with the task hashes have[0..nhave) held
- * (tasks_once 0: the field left out). */
+ * (tasks_once 0: the field left out); sources_once (0: left out). */
 static Kfarm__Reply *get_jobs_t(kf_wire_client *k, const char *worker, uint32_t max_jobs, int tasks_once,
-                                char **have, size_t nhave)
+                                char **have, size_t nhave, int sources_once)
 {
     Kfarm__GetJob g = KFARM__GET_JOB__INIT;
     char *cls[1] = { "cpu" };
@@ -104,15 +104,42 @@ static Kfarm__Reply *get_jobs_t(kf_wire_client *k, const char *worker, uint32_t 
     g.tasks_once = tasks_once;
     g.n_have_tasks = nhave;
     g.have_tasks = have;
+    g.has_sources_once = sources_once;
+    g.sources_once = sources_once;
     Kfarm__Request req = KFARM__REQUEST__INIT;
     req.msg_case = KFARM__REQUEST__MSG_GET_JOB;
     req.get_job = &g;
     return call(k, &req);
 }
 
+/* Create and start campaign `name` on tests/tasks/TASK whose seed is the
+ * task's baseline under a `// kfarm:tune TUNE` line (written into dir),
+ * with up to max_candidates variants. */
+static void start_seeded(kf_db *db, const char *dir, const char *name, const char *task, const char *tune,
+                         int max_candidates)
+{
+    char td[4096], seedp[600], basep[4200], line[1024], err[512];
+    snprintf(td, sizeof(td), "%s/tests/tasks/%s", src_dir(), task);
+    snprintf(seedp, sizeof(seedp), "%s/seed_%s.c", dir, name);
+    snprintf(basep, sizeof(basep), "%s/baseline.c", td);
+    FILE *in = fopen(basep, "r"), *out = fopen(seedp, "w");
+    if (out) fprintf(out, "// kfarm:tune %s\n", tune);
+    while (in && out && fgets(line, sizeof(line), in)) fputs(line, out);
+    if (in) fclose(in);
+    if (out) fclose(out);
+    kf_campaign_spec sp;
+    memset(&sp, 0, sizeof(sp));
+    sp.name = name;
+    sp.task_dir = td;
+    sp.seed_path = seedp;
+    sp.max_candidates = max_candidates;
+    CHECK(kf_campaign_create(db, &sp, NULL, err, sizeof(err)) == 0, "%s", err);
+    CHECK(kf_campaign_start(db, name, err, sizeof(err)) == 0, "%s", err);
+}
+
 static Kfarm__Reply *get_jobs(kf_wire_client *k, const char *worker, uint32_t max_jobs)
 {
-    return get_jobs_t(k, worker, max_jobs, 0, NULL, 0);
+    return get_jobs_t(k, worker, max_jobs, 0, NULL, 0, 0);
 }
 
 static Kfarm__Reply *get_job(kf_wire_client *k, const char *worker) { return get_jobs(k, worker, 0); }
@@ -461,26 +488,10 @@ int main(void)
      * as stored, whichever task the reply before it carried. */
     const char *tdirs[2] = { "axpy_f32", "softmax_rows_f32" };
     for (int c = 0; c < 2; c++) {
-        char td[4096], nm[32];
-        snprintf(td, sizeof(td), "%s/tests/tasks/%s", src_dir(), tdirs[c]);
+        char nm[32];
         snprintf(nm, sizeof(nm), "srv_t%d", c);
         /* the task's baseline as a seed of four variants (a tunable it never reads) */
-        char seedp[600], basep[4200], line[1024];
-        snprintf(seedp, sizeof(seedp), "%s/seed_t%d.c", dir, c);
-        snprintf(basep, sizeof(basep), "%s/baseline.c", td);
-        FILE *in = fopen(basep, "r"), *out = fopen(seedp, "w");
-        if (out) fputs("// kfarm:tune UNUSED_T=1,2,3,4\n", out);
-        while (in && out && fgets(line, sizeof(line), in)) fputs(line, out);
-        if (in) fclose(in);
-        if (out) fclose(out);
-        kf_campaign_spec sp2;
-        memset(&sp2, 0, sizeof(sp2));
-        sp2.name = nm;
-        sp2.task_dir = td;
-        sp2.seed_path = seedp;
-        sp2.max_candidates = 4;
-        CHECK(kf_campaign_create(db, &sp2, NULL, err, sizeof(err)) == 0, "%s", err);
-        CHECK(kf_campaign_start(db, nm, err, sizeof(err)) == 0, "%s", err);
+        start_seeded(db, dir, nm, tdirs[c], "UNUSED_T=1,2,3,4", 4);
     }
     int seen_jobs = 0, right = 0, tasks_seen = 0;
     char last_task[128] = "";
@@ -541,7 +552,7 @@ int main(void)
                 havep[nh++] = junk[h];
             }
         }
-        Kfarm__Reply *rp = get_jobs_t(&w3, "fake-3", 6, 1, nh ? havep : NULL, nh);
+        Kfarm__Reply *rp = get_jobs_t(&w3, "fake-3", 6, 1, nh ? havep : NULL, nh, 0);
         if (!rp || rp->status != KFARM__STATUS__OK) {
             if (rp) kfarm__reply__free_unpacked(rp, NULL);
             sleep_ms(200);
@@ -585,41 +596,15 @@ int main(void)
      * Without it, every job carries its own. Two tune campaigns of 8
      * variants each (one source per campaign, two sources in all). */
     for (int c = 0; c < 2; c++) {
-        char nm[32], seedp[600], basep[4200], line[1024], td[4096];
-        snprintf(td, sizeof(td), "%s/tests/tasks/farm_axpy_f32", src_dir());
+        char nm[32], tune[64];
         snprintf(nm, sizeof(nm), "srv_src%d", c);
-        snprintf(seedp, sizeof(seedp), "%s/seed_src%d.c", dir, c);
-        snprintf(basep, sizeof(basep), "%s/baseline.c", td);
-        FILE *in = fopen(basep, "r"), *out = fopen(seedp, "w");
-        if (out) fprintf(out, "// kfarm:tune UNUSED_S%d=1,2,3,4,5,6,7,8\n", c);
-        while (in && out && fgets(line, sizeof(line), in)) fputs(line, out);
-        if (in) fclose(in);
-        if (out) fclose(out);
-        kf_campaign_spec sp3;
-        memset(&sp3, 0, sizeof(sp3));
-        sp3.name = nm;
-        sp3.task_dir = td;
-        sp3.seed_path = seedp;
-        sp3.max_candidates = 8;
-        CHECK(kf_campaign_create(db, &sp3, NULL, err, sizeof(err)) == 0, "%s", err);
-        CHECK(kf_campaign_start(db, nm, err, sizeof(err)) == 0, "%s", err);
+        snprintf(tune, sizeof(tune), "UNUSED_S%d=1,2,3,4,5,6,7,8", c);
+        start_seeded(db, dir, nm, "farm_axpy_f32", tune, 8);
     }
     int sj = 0, byref = 0, own = 0, wrong = 0;
     for (int round = 0; round < 40 && sj < 24; round++) {
         int once = round % 4 != 3; /* every fourth GetJob without sources_once */
-        Kfarm__GetJob g = KFARM__GET_JOB__INIT;
-        char *cls[1] = { "cpu" };
-        g.worker_id = "fake-3";
-        g.n_classes = 1;
-        g.classes = cls;
-        g.has_max_jobs = 1;
-        g.max_jobs = 8;
-        g.has_sources_once = once;
-        g.sources_once = once;
-        Kfarm__Request req = KFARM__REQUEST__INIT;
-        req.msg_case = KFARM__REQUEST__MSG_GET_JOB;
-        req.get_job = &g;
-        Kfarm__Reply *rp = call(&w3, &req);
+        Kfarm__Reply *rp = get_jobs_t(&w3, "fake-3", 8, 0, NULL, 0, once);
         if (!rp || rp->status != KFARM__STATUS__OK) {
             if (rp) kfarm__reply__free_unpacked(rp, NULL);
             sleep_ms(200);
