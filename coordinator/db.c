@@ -263,6 +263,12 @@ static void one_line(char *err, size_t errlen, const char *prefix, const char *m
 PGresult *kf_db_exec(kf_db *db, const char *sql, int nparams, const char *const *params,
                      char *err, size_t errlen)
 {
+    return kf_db_exec_fmt(db, sql, nparams, params, NULL, NULL, err, errlen);
+}
+
+PGresult *kf_db_exec_fmt(kf_db *db, const char *sql, int nparams, const char *const *params,
+                         const int *lengths, const int *formats, char *err, size_t errlen)
+{
     db->sqlstate[0] = 0;
     for (int attempt = 0; attempt < 2; attempt++) {
         if (PQstatus(db->conn) != CONNECTION_OK && kf_db_ensure(db, err, errlen) < 0)
@@ -271,8 +277,8 @@ PGresult *kf_db_exec(kf_db *db, const char *sql, int nparams, const char *const 
         PGresult *r = NULL;
         char name[16];
         int prep = db->prepare && nparams > 0 ? prepared(db, sql, nparams, name, &r) : 0;
-        if (prep > 0) r = PQexecPrepared(db->conn, name, nparams, params, NULL, NULL, 0);
-        else if (prep == 0) r = PQexecParams(db->conn, sql, nparams, NULL, params, NULL, NULL, 0);
+        if (prep > 0) r = PQexecPrepared(db->conn, name, nparams, params, lengths, formats, 0);
+        else if (prep == 0) r = PQexecParams(db->conn, sql, nparams, NULL, params, lengths, formats, 0);
         ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
         if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) return r;
         const char *ss = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
@@ -482,6 +488,80 @@ const char *kf_db_arr_text(kf_db_arr *a)
 }
 
 void kf_db_arr_free(kf_db_arr *a)
+{
+    free(a->buf);
+    memset(a, 0, sizeof(*a));
+}
+
+enum { NUM_HEAD = 20 }; /* ndim, flags, element type, length, lower bound */
+
+static void put_be32(unsigned char *p, uint32_t v)
+{
+    for (int i = 3; i >= 0; i--, v >>= 8) p[i] = (unsigned char)v;
+}
+
+/* Room for an element of need bytes after the header; 0 or -1 (oom set). */
+static int num_room(kf_db_num *a, size_t need)
+{
+    if (a->oom) return -1;
+    if (!a->len) a->len = NUM_HEAD;
+    if (a->len + need <= a->cap) return 0;
+    size_t c = a->cap ? a->cap * 2 : 512;
+    while (c < a->len + need) c *= 2;
+    unsigned char *nb = realloc(a->buf, c);
+    if (!nb) {
+        a->oom = 1;
+        return -1;
+    }
+    a->buf = nb;
+    a->cap = c;
+    return 0;
+}
+
+static void num_put(kf_db_num *a, uint64_t bits)
+{
+    if (num_room(a, 12) < 0) return;
+    unsigned char *p = a->buf + a->len;
+    put_be32(p, 8);
+    put_be32(p + 4, (uint32_t)(bits >> 32));
+    put_be32(p + 8, (uint32_t)bits);
+    a->len += 12;
+    a->n++;
+}
+
+void kf_db_num_i64(kf_db_num *a, int64_t v)
+{
+    num_put(a, (uint64_t)v);
+}
+
+void kf_db_num_f64(kf_db_num *a, double v)
+{
+    if (!isfinite(v)) {
+        if (num_room(a, 4) < 0) return;
+        put_be32(a->buf + a->len, 0xffffffffu); /* -1: NULL */
+        a->len += 4;
+        a->n++;
+        a->nulls = 1;
+        return;
+    }
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof(bits)); /* IEEE 754 binary64, as float8send() */
+    num_put(a, bits);
+}
+
+const char *kf_db_num_data(kf_db_num *a, int *len)
+{
+    if (num_room(a, 0) < 0 || a->len > (size_t)INT32_MAX) return NULL;
+    put_be32(a->buf, a->n ? 1 : 0);
+    put_be32(a->buf + 4, (uint32_t)a->nulls);
+    put_be32(a->buf + 8, a->oid);
+    put_be32(a->buf + 12, (uint32_t)a->n);
+    put_be32(a->buf + 16, 1);
+    *len = a->n ? (int)a->len : 12; /* an empty array: no dimension */
+    return (const char *)a->buf;
+}
+
+void kf_db_num_free(kf_db_num *a)
 {
     free(a->buf);
     memset(a, 0, sizeof(*a));

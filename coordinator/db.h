@@ -58,6 +58,12 @@ int kf_db_ensure(kf_db *db, char *err, size_t errlen);
 PGresult *kf_db_exec(kf_db *db, const char *sql, int nparams, const char *const *params,
                      char *err, size_t errlen);
 
+/* kf_db_exec with some parameters in PostgreSQL's binary format:
+ * formats[i] 1 for params[i] of lengths[i] bytes (a kf_db_num array),
+ * 0 for text (lengths[i] ignored). formats NULL: all text. */
+PGresult *kf_db_exec_fmt(kf_db *db, const char *sql, int nparams, const char *const *params,
+                         const int *lengths, const int *formats, char *err, size_t errlen);
+
 /* Like kf_db_exec for statements whose result is not needed: 0 or -1. */
 int kf_db_cmd(kf_db *db, const char *sql, int nparams, const char *const *params,
               char *err, size_t errlen);
@@ -129,6 +135,30 @@ void kf_db_arr_f64(kf_db_arr *a, double v);
 void kf_db_arr_str(kf_db_arr *a, const char *s);
 const char *kf_db_arr_text(kf_db_arr *a);
 void kf_db_arr_free(kf_db_arr *a);
+
+/* A bigint[] or float8[] column of many rows as one binary parameter
+ * (kf_db_exec_fmt, format 1): the layout array_recv() reads
+ * (src/backend/utils/adt/arrayfuncs.c: ndim, has-nulls flag, element type
+ * OID, then per dimension its length and lower bound 1, then each element
+ * as a 4-byte length, -1 for NULL, and its 8 bytes, all big-endian; an
+ * empty array is ndim 0). Nothing is printed here and nothing parsed
+ * there: "%.17g" for 7 float columns was ~9% of the coordinator's CPU per
+ * stored result (docs/benchmarks.md, 2026-12-07 afternoon). Zero-initialize
+ * with its type (KF_DB_INT8 or KF_DB_FLOAT8; all elements of that type),
+ * add elements, then kf_db_num_data, once, gives the bytes and their count
+ * (NULL when an allocation failed on the way). */
+enum { KF_DB_INT8 = 20, KF_DB_FLOAT8 = 701 }; /* pg_type OIDs (fixed in the catalog) */
+typedef struct {
+    unsigned char *buf;
+    size_t len, cap;
+    int n, nulls, oom;
+    unsigned oid;
+} kf_db_num;
+void kf_db_num_i64(kf_db_num *a, int64_t v);
+/* v, or NULL when v is not finite. */
+void kf_db_num_f64(kf_db_num *a, double v);
+const char *kf_db_num_data(kf_db_num *a, int *len);
+void kf_db_num_free(kf_db_num *a);
 
 /* ---- embedded files (coordinator/embed.c) ---- */
 

@@ -76,6 +76,7 @@
 #include <jansson.h>
 
 #include "bests.h"
+#include "jscan.h"
 #include "health.h"
 #include "kf_util.h"
 #include "log.h"
@@ -1066,281 +1067,8 @@ void kf_export_metrics_noise_parsed(const char *text, size_t len, kf_export_nois
     json_decref(m);
 }
 
-/* The scanner: a value is a span [a, b) of the text with its first byte
- * telling its kind; ms.bad means "give up, parse it whole". */
-typedef struct {
-    const char *p, *end;
-    int bad;
-} mscan;
-
-typedef struct {
-    const char *a, *b; /* NULL: absent */
-} mspan;
-
-#define MS_MAX_DEPTH 512
-
-static void ms_ws(mscan *s)
-{
-    while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r')) s->p++;
-}
-
-/* A string at s->p: its raw bytes (between the quotes) in *v. Escapes are
- * stepped over and *esc set (the bytes are then not the string's value);
- * a \u escape, a control or non-ASCII byte, or no closing quote: bad. */
-static void ms_string(mscan *s, mspan *v, int *esc)
-{
-    const char *q = s->p + 1;
-    *esc = 0;
-    while (q < s->end && *q != '"') {
-        unsigned char c = (unsigned char)*q;
-        if (c < 0x20 || c >= 0x80) {
-            s->bad = 1;
-            return;
-        }
-        if (c == '\\') {
-            if (q + 1 >= s->end || q[1] == 'u' || !strchr("\"\\/bfnrt", q[1])) {
-                s->bad = 1;
-                return;
-            }
-            *esc = 1;
-            q += 2;
-            continue;
-        }
-        q++;
-    }
-    if (q >= s->end) {
-        s->bad = 1;
-        return;
-    }
-    v->a = s->p + 1;
-    v->b = q;
-    s->p = q + 1;
-}
-
-/* A number at s->p, as JSON writes it, without an exponent; an integer of
- * more than 18 digits or any number of more than 300 bytes: bad (jansson
- * refuses what overflows). */
-static void ms_number(mscan *s, mspan *v)
-{
-    const char *q = s->p;
-    if (q < s->end && *q == '-') q++;
-    const char *d = q;
-    while (q < s->end && *q >= '0' && *q <= '9') q++;
-    size_t nd = (size_t)(q - d);
-    if (nd == 0 || (nd > 1 && *d == '0')) {
-        s->bad = 1;
-        return;
-    }
-    int real = 0;
-    if (q < s->end && *q == '.') {
-        real = 1;
-        const char *f = ++q;
-        while (q < s->end && *q >= '0' && *q <= '9') q++;
-        if (q == f) {
-            s->bad = 1;
-            return;
-        }
-    }
-    if ((q < s->end && (*q == 'e' || *q == 'E')) || (!real && nd > 18) || q - s->p > 300) {
-        s->bad = 1;
-        return;
-    }
-    v->a = s->p;
-    v->b = q;
-    s->p = q;
-}
-
-/* Step over one value at s->p (any kind, nested at most MS_MAX_DEPTH
- * deep), its span in *v (a string's with its quotes). */
-static void ms_value_at(mscan *s, mspan *v, int depth)
-{
-    ms_ws(s);
-    if (s->p >= s->end) {
-        s->bad = 1;
-        return;
-    }
-    const char *start = s->p;
-    char c = *s->p;
-    v->a = start;
-    if (c == '"') {
-        int esc;
-        ms_string(s, v, &esc);
-        v->a = start;
-        v->b = s->p;
-        return;
-    }
-    if (c == '-' || (c >= '0' && c <= '9')) {
-        ms_number(s, v);
-        return;
-    }
-    if (c != '{' && c != '[') {
-        static const char *const lit[] = { "true", "false", "null" };
-        for (int i = 0; i < 3; i++) {
-            size_t n = strlen(lit[i]);
-            if ((size_t)(s->end - s->p) >= n && !memcmp(s->p, lit[i], n)) {
-                s->p += n;
-                v->b = s->p;
-                return;
-            }
-        }
-        s->bad = 1;
-        return;
-    }
-    if (depth >= MS_MAX_DEPTH) {
-        s->bad = 1;
-        return;
-    }
-    char close = c == '{' ? '}' : ']';
-    s->p++;
-    ms_ws(s);
-    if (s->p < s->end && *s->p == close) {
-        s->p++;
-        v->b = s->p;
-        return;
-    }
-    while (!s->bad) {
-        if (c == '{') {
-            mspan k;
-            int esc;
-            ms_ws(s);
-            if (s->p >= s->end || *s->p != '"') {
-                s->bad = 1;
-                return;
-            }
-            ms_string(s, &k, &esc);
-            ms_ws(s);
-            if (s->bad || s->p >= s->end || *s->p != ':') {
-                s->bad = 1;
-                return;
-            }
-            s->p++;
-        }
-        mspan e;
-        ms_value_at(s, &e, depth + 1);
-        if (s->bad) return;
-        ms_ws(s);
-        if (s->p < s->end && *s->p == ',') {
-            s->p++;
-            continue;
-        }
-        if (s->p < s->end && *s->p == close) {
-            s->p++;
-            v->b = s->p;
-            return;
-        }
-        s->bad = 1;
-    }
-}
-
-static void ms_value(mscan *s, mspan *v)
-{
-    ms_value_at(s, v, 0);
-}
-
-/* The members of the object at s->p named in names[0..n): the span of the
- * last value under each name in vals[] ({NULL, NULL}: absent). A key with
- * an escape: bad (it may spell one of the names). *is_obj: the value was
- * an object (else it was stepped over and nothing is filled). */
-static void ms_members(mscan *s, const char *const *names, int n, mspan *vals, int *is_obj)
-{
-    for (int i = 0; i < n; i++) vals[i] = (mspan){ NULL, NULL };
-    ms_ws(s);
-    *is_obj = s->p < s->end && *s->p == '{';
-    if (!*is_obj) {
-        mspan skip;
-        ms_value(s, &skip);
-        return;
-    }
-    s->p++;
-    ms_ws(s);
-    if (s->p < s->end && *s->p == '}') {
-        s->p++;
-        return;
-    }
-    while (!s->bad) {
-        ms_ws(s);
-        mspan k = { NULL, NULL }, v = { NULL, NULL };
-        int esc;
-        if (s->p >= s->end || *s->p != '"') {
-            s->bad = 1;
-            return;
-        }
-        ms_string(s, &k, &esc);
-        ms_ws(s);
-        if (s->bad || esc || s->p >= s->end || *s->p != ':') {
-            s->bad = 1;
-            return;
-        }
-        s->p++;
-        ms_value(s, &v);
-        if (s->bad) return;
-        for (int i = 0; i < n; i++)
-            if ((size_t)(k.b - k.a) == strlen(names[i]) && !memcmp(k.a, names[i], (size_t)(k.b - k.a))) vals[i] = v;
-        ms_ws(s);
-        if (s->p < s->end && *s->p == ',') {
-            s->p++;
-            continue;
-        }
-        if (s->p < s->end && *s->p == '}') {
-            s->p++;
-            return;
-        }
-        s->bad = 1;
-    }
-}
-
-/* The elements of the array at s->p, one at a time: 1 with the next one's
- * span in *v, 0 at the end. */
-static int ms_next(mscan *s, int *first, mspan *v)
-{
-    ms_ws(s);
-    if (s->p >= s->end) {
-        s->bad = 1;
-        return 0;
-    }
-    if (*first) {
-        *first = 0;
-        if (*s->p == ']') {
-            s->p++;
-            return 0;
-        }
-    } else if (*s->p == ',') {
-        s->p++;
-    } else if (*s->p == ']') {
-        s->p++;
-        return 0;
-    } else {
-        s->bad = 1;
-        return 0;
-    }
-    ms_ws(s);
-    v->a = s->p;
-    ms_value(s, v);
-    return !s->bad;
-}
-
-/* The double of a number or numeric string span, as jansson and strtod
- * read it: 1 and *d, or 0 when v is neither (or a string with escapes). */
-static int ms_double(mscan *s, mspan v, double *d)
-{
-    if (!v.a) return 0;
-    if (*v.a == '"') {
-        for (const char *q = v.a + 1; q < v.b - 1; q++)
-            if (*q == '\\') {
-                s->bad = 1;
-                return 0;
-            }
-        *d = strtod(v.a + 1, NULL); /* stops at the closing quote */
-        return 1;
-    }
-    if (*v.a != '-' && (*v.a < '0' || *v.a > '9')) return 0;
-    int real = memchr(v.a, '.', (size_t)(v.b - v.a)) != NULL;
-    *d = real ? strtod(v.a, NULL) : (double)strtoll(v.a, NULL, 10);
-    return 1;
-}
-
 /* Is span v the string "noisy"? */
-static int ms_is_noisy(mspan v)
+static int is_noisy(kf_jspan v)
 {
     return v.a && v.b - v.a == 7 && !memcmp(v.a, "\"noisy\"", 7);
 }
@@ -1348,64 +1076,64 @@ static int ms_is_noisy(mspan v)
 int kf_export_metrics_noise(const char *text, size_t len, kf_export_noise *x)
 {
     memset(x, 0, sizeof(*x));
-    mscan s = { text, text + len, 0 };
+    kf_jscan s = { text, text + len, 0 };
     static const char *const top_k[] = { "timing" }, *const tim_k[] = { "shapes", "flags" },
                              *const shp_k[] = { "candidate", "speedup" }, *const can_k[] = { "cv" };
-    mspan top[1], tim[2], shp[2], can[1];
+    kf_jspan top[1], tim[2], shp[2], can[1];
     int obj;
-    ms_ws(&s);
+    kf_jscan_ws(&s);
     if (s.p >= s.end || (*s.p != '{' && *s.p != '[')) goto full; /* jansson: an object or array at the top */
-    ms_members(&s, top_k, 1, top, &obj);
-    ms_ws(&s);
+    kf_jscan_members(&s, top_k, 1, top, &obj);
+    kf_jscan_ws(&s);
     if (s.bad || s.p != s.end) goto full;
     if (!obj || !top[0].a) return 1;
     /* everything after this reads inside the spans already checked */
-    mscan t = { top[0].a, top[0].b, 0 };
-    ms_members(&t, tim_k, 2, tim, &obj);
+    kf_jscan t = { top[0].a, top[0].b, 0 };
+    kf_jscan_members(&t, tim_k, 2, tim, &obj);
     if (t.bad) goto full;
     if (!obj) return 1;
     if (tim[0].a && *tim[0].a == '[') {
-        mscan a = { tim[0].a + 1, tim[0].b, 0 };
+        kf_jscan a = { tim[0].a + 1, tim[0].b, 0 };
         int first = 1;
-        mspan el;
-        while (ms_next(&a, &first, &el)) {
-            mscan e = { el.a, el.b, 0 };
-            ms_members(&e, shp_k, 2, shp, &obj);
+        kf_jspan el;
+        while (kf_jscan_next(&a, &first, &el)) {
+            kf_jscan e = { el.a, el.b, 0 };
+            kf_jscan_members(&e, shp_k, 2, shp, &obj);
             if (e.bad) goto full;
             if (!obj) continue;
             double v;
             if (shp[0].a && *shp[0].a == '{') {
-                mscan c = { shp[0].a, shp[0].b, 0 };
-                ms_members(&c, can_k, 1, can, &obj);
+                kf_jscan c = { shp[0].a, shp[0].b, 0 };
+                kf_jscan_members(&c, can_k, 1, can, &obj);
                 if (c.bad) goto full;
-                if (ms_double(&c, can[0], &v)) noise_cv(x, v);
+                if (kf_jscan_double(&c, can[0], &v)) noise_cv(x, v);
                 if (c.bad) goto full;
             }
-            if (ms_double(&e, shp[1], &v)) noise_speedup(x, v);
+            if (kf_jscan_double(&e, shp[1], &v)) noise_speedup(x, v);
             if (e.bad) goto full;
         }
         if (a.bad) goto full;
     }
-    mspan f = tim[1];
+    kf_jspan f = tim[1];
     if (f.a && *f.a == '[') {
-        mscan a = { f.a + 1, f.b, 0 };
+        kf_jscan a = { f.a + 1, f.b, 0 };
         int first = 1;
-        mspan el;
-        while (ms_next(&a, &first, &el)) {
+        kf_jspan el;
+        while (kf_jscan_next(&a, &first, &el)) {
             if (*el.a == '"' && memchr(el.a + 1, '\\', (size_t)(el.b - el.a - 1))) goto full;
-            if (ms_is_noisy(el)) x->noisy = 1;
+            if (is_noisy(el)) x->noisy = 1;
         }
         if (a.bad) goto full;
     } else if (f.a && *f.a == '{') {
         static const char *const nk[] = { "noisy" };
-        mspan nv[1];
-        mscan o = { f.a, f.b, 0 };
-        ms_members(&o, nk, 1, nv, &obj);
+        kf_jspan nv[1];
+        kf_jscan o = { f.a, f.b, 0 };
+        kf_jscan_members(&o, nk, 1, nv, &obj);
         if (o.bad) goto full;
         x->noisy = nv[0].a != NULL;
     } else if (f.a && *f.a == '"') {
         if (memchr(f.a + 1, '\\', (size_t)(f.b - f.a - 1))) goto full;
-        x->noisy = ms_is_noisy(f);
+        x->noisy = is_noisy(f);
     }
     return 1;
 full:

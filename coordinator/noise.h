@@ -27,6 +27,8 @@
 #ifndef KF_NOISE_H
 #define KF_NOISE_H
 
+#include <stddef.h>
+
 #define KF_NOISE_Z 1.96 /* two-sided 95% */
 
 /* From a result's metrics JSON text and its speedup: *cv, *lo, *hi.
@@ -39,6 +41,18 @@ int kf_noise_of_metrics(const char *metrics_json, double speedup, double *cv, do
 struct json_t;
 int kf_noise_of_metrics_obj(const struct json_t *metrics, double speedup, double *cv, double *lo,
                             double *hi);
+
+/* kf_noise_of_metrics without a full parse, for the coordinator's stored
+ * results (jansson's parse and free of each result's metrics was a fifth of
+ * the coordinator's CPU per result: docs/benchmarks.md, 2026-12-07
+ * afternoon). Returns 1 when metrics[0..len) is a JSON object the scanner
+ * (jscan.h) takes whole -- text jansson accepts, each number at most 64
+ * bytes without an exponent, so jsonb takes it as sent -- with *has 1 and
+ * *cv, *lo, *hi as kf_noise_of_metrics gives them, or *has 0 where that
+ * returns -1. Returns 0 (outputs untouched but *has 0) when the scanner
+ * gives up: anything else, valid or not, is for the full parse. */
+int kf_noise_scan(const char *metrics, size_t len, double speedup, int *has, double *cv, double *lo,
+                  double *hi);
 
 /* The interval of one benchmark shape's speedup s from its two sides' CVs
  * (the per-shape term of the model above): [s e^(-z q), s e^(z q)] with

@@ -821,8 +821,15 @@ static int grp_store(kf_db *db, kf_queue_item *it, grp_item *g, int n, char *err
 {
     enum { C_JOB, C_WORKER, C_TOKEN, C_VERDICT, C_DETAIL, C_METRICS, C_CUS, C_BUS, C_SPEEDUP, C_LOG,
            C_CV, C_LO, C_HI, C_LEASE, C_N };
+    /* the numbers in binary (kf_db_num), the text columns as array literals */
+    static const unsigned num_type[C_N] = { [C_JOB] = KF_DB_INT8, [C_TOKEN] = KF_DB_INT8, [C_CUS] = KF_DB_FLOAT8,
+                                            [C_BUS] = KF_DB_FLOAT8, [C_SPEEDUP] = KF_DB_FLOAT8,
+                                            [C_CV] = KF_DB_FLOAT8, [C_LO] = KF_DB_FLOAT8, [C_HI] = KF_DB_FLOAT8 };
     kf_db_arr col[C_N];
+    kf_db_num num[C_N];
     memset(col, 0, sizeof(col));
+    memset(num, 0, sizeof(num));
+    for (int c = 0; c < C_N; c++) num[c].oid = num_type[c];
     int stored = -1, nsub = 0;
     int *ord = malloc(sizeof(*ord) * (size_t)(n > 0 ? n : 1)); /* submitted items, by job id */
     if (!ord) {
@@ -847,26 +854,33 @@ static int grp_store(kf_db *db, kf_queue_item *it, grp_item *g, int n, char *err
         int i = ord[k];
         const kf_result *res = it[i].res;
         char *detail = clean_text(res->detail, 4096), *log = clean_text(res->compile_log, 1u << 20);
-        json_t *mj;
-        char *mown;
-        const char *mt = metrics_object(res->metrics_json, &mj, &mown);
+        char *mown = NULL;
+        const char *mt = res->metrics_json;
         double cv = 0, lo = 0, hi = 0;
-        int has_noise = g[i].v == KF_OK && kf_noise_of_metrics_obj(mj, res->speedup, &cv, &lo, &hi) == 0;
-        json_decref(mj);
-        kf_db_arr_i64(&col[C_JOB], it[i].job_id);
+        int has_noise = 0;
+        /* the metrics as sent and their noise by the scanner where it takes
+         * them whole (an honest worker's always), else by a full parse */
+        if (!mt || !kf_noise_scan(mt, strlen(mt), res->speedup, &has_noise, &cv, &lo, &hi)) {
+            json_t *mj;
+            mt = metrics_object(res->metrics_json, &mj, &mown);
+            has_noise = kf_noise_of_metrics_obj(mj, res->speedup, &cv, &lo, &hi) == 0;
+            json_decref(mj);
+        }
+        has_noise = has_noise && g[i].v == KF_OK;
+        kf_db_num_i64(&num[C_JOB], it[i].job_id);
         kf_db_arr_str(&col[C_WORKER], it[i].worker_id);
-        kf_db_arr_i64(&col[C_TOKEN], it[i].token);
+        kf_db_num_i64(&num[C_TOKEN], it[i].token);
         kf_db_arr_str(&col[C_VERDICT], kf_verdict_name((kf_verdict)g[i].v));
         kf_db_arr_str(&col[C_DETAIL], detail);
         kf_db_arr_str(&col[C_METRICS], mt);
         /* times and speedups: NULL when not measured (not finite or <= 0) */
-        kf_db_arr_f64(&col[C_CUS], res->candidate_us > 0 ? res->candidate_us : NAN);
-        kf_db_arr_f64(&col[C_BUS], res->baseline_us > 0 ? res->baseline_us : NAN);
-        kf_db_arr_f64(&col[C_SPEEDUP], res->speedup > 0 ? res->speedup : NAN);
+        kf_db_num_f64(&num[C_CUS], res->candidate_us > 0 ? res->candidate_us : NAN);
+        kf_db_num_f64(&num[C_BUS], res->baseline_us > 0 ? res->baseline_us : NAN);
+        kf_db_num_f64(&num[C_SPEEDUP], res->speedup > 0 ? res->speedup : NAN);
         kf_db_arr_str(&col[C_LOG], log);
-        kf_db_arr_f64(&col[C_CV], has_noise ? cv : NAN);
-        kf_db_arr_f64(&col[C_LO], has_noise && lo > 0 ? lo : NAN);
-        kf_db_arr_f64(&col[C_HI], has_noise && hi > 0 ? hi : NAN);
+        kf_db_num_f64(&num[C_CV], has_noise ? cv : NAN);
+        kf_db_num_f64(&num[C_LO], has_noise && lo > 0 ? lo : NAN);
+        kf_db_num_f64(&num[C_HI], has_noise && hi > 0 ? hi : NAN);
         char lt[2 * KF_QUEUE_TOKEN_LEN + 1] = ""; /* another length never matches */
         if (it[i].lease_token_len == KF_QUEUE_TOKEN_LEN) kf_wire_hex(it[i].lease_token, KF_QUEUE_TOKEN_LEN, lt);
         kf_db_arr_str(&col[C_LEASE], lt);
@@ -875,11 +889,15 @@ static int grp_store(kf_db *db, kf_queue_item *it, grp_item *g, int n, char *err
         free(mown);
     }
     const char *pi[C_N];
-    for (int c = 0; c < C_N; c++)
-        if (!(pi[c] = kf_db_arr_text(&col[c]))) {
+    int plen[C_N], pfmt[C_N];
+    for (int c = 0; c < C_N; c++) {
+        pfmt[c] = num_type[c] != 0;
+        plen[c] = 0;
+        if (!(pi[c] = pfmt[c] ? kf_db_num_data(&num[c], &plen[c]) : kf_db_arr_text(&col[c]))) {
             snprintf(err, errlen, "out of memory");
             goto out;
         }
+    }
     if (kf_db_begin(db, err, errlen) < 0) goto out;
     if (kf_db_cmd(db, "SET LOCAL synchronous_commit = on", 0, NULL, err, errlen) < 0) goto fail;
     /* The rows' columns as array parameters (a JSON document of rows cost
@@ -894,7 +912,7 @@ static int grp_store(kf_db *db, kf_queue_item *it, grp_item *g, int n, char *err
      * 23: docs/benchmarks.md, 2026-12-07 morning). The evaluations' counts
      * go to campaign_counts (schema 006): the group stores only eval jobs'
      * results, all final. */
-    PGresult *r = kf_db_exec(db,
+    PGresult *r = kf_db_exec_fmt(db,
         "WITH x AS MATERIALIZED (SELECT *, 'leased'::text AS want FROM unnest($1::bigint[], $2::text[],"
         "  $3::bigint[], $4::text[],"
         "  $5::text[], $6::text[], $7::float8[], $8::float8[], $9::float8[], $10::text[], $11::float8[],"
@@ -919,7 +937,7 @@ static int grp_store(kf_db *db, kf_queue_item *it, grp_item *g, int n, char *err
         " wk AS (UPDATE workers w SET last_seen = now(), infra_errors = 0, jobs_done = w.jobs_done + c.n"
         "  FROM (SELECT worker_id, count(*) AS n FROM ins GROUP BY worker_id) c WHERE w.id = c.worker_id)"
         " SELECT id, lease_token, campaign_id, target FROM upd",
-        C_N, pi, err, errlen);
+        C_N, pi, plen, pfmt, err, errlen);
     if (!r) goto fail;
     int bad = 0, nr = PQntuples(r);
     for (int k = 0; k < nr; k++) {
@@ -986,7 +1004,10 @@ fail:
     for (int i = 0; i < n; i++) g[i].accept = 0;
     stored = -1;
 out:
-    for (int c = 0; c < C_N; c++) kf_db_arr_free(&col[c]);
+    for (int c = 0; c < C_N; c++) {
+        kf_db_arr_free(&col[c]);
+        kf_db_num_free(&num[c]);
+    }
     free(ord);
     return stored;
 }
