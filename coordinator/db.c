@@ -493,7 +493,7 @@ void kf_db_arr_free(kf_db_arr *a)
     memset(a, 0, sizeof(*a));
 }
 
-enum { NUM_HEAD = 20 }; /* ndim, flags, element type, length, lower bound */
+enum { BIN_HEAD = 20 }; /* ndim, flags, element type, length, lower bound */
 
 static void put_be32(unsigned char *p, uint32_t v)
 {
@@ -501,12 +501,16 @@ static void put_be32(unsigned char *p, uint32_t v)
 }
 
 /* Room for an element of need bytes after the header; 0 or -1 (oom set). */
-static int num_room(kf_db_num *a, size_t need)
+static int bin_room(kf_db_bin *a, size_t need)
 {
     if (a->oom) return -1;
-    if (!a->len) a->len = NUM_HEAD;
+    if (!a->len) a->len = BIN_HEAD;
     if (a->len + need <= a->cap) return 0;
-    size_t c = a->cap ? a->cap * 2 : 512;
+    if (need > (size_t)INT32_MAX) {
+        a->oom = 1;
+        return -1;
+    }
+    size_t c = a->cap ? a->cap * 2 : 1024;
     while (c < a->len + need) c *= 2;
     unsigned char *nb = realloc(a->buf, c);
     if (!nb) {
@@ -518,40 +522,58 @@ static int num_room(kf_db_num *a, size_t need)
     return 0;
 }
 
-static void num_put(kf_db_num *a, uint64_t bits)
+/* One element: n bytes at p, or NULL when p is NULL. */
+static void bin_put(kf_db_bin *a, const void *p, size_t n)
 {
-    if (num_room(a, 12) < 0) return;
-    unsigned char *p = a->buf + a->len;
-    put_be32(p, 8);
-    put_be32(p + 4, (uint32_t)(bits >> 32));
-    put_be32(p + 8, (uint32_t)bits);
-    a->len += 12;
+    if (bin_room(a, 4 + (p ? n : 0)) < 0) return;
+    put_be32(a->buf + a->len, p ? (uint32_t)n : 0xffffffffu); /* -1: NULL */
+    a->len += 4;
+    if (p) {
+        memcpy(a->buf + a->len, p, n);
+        a->len += n;
+    } else {
+        a->nulls = 1;
+    }
     a->n++;
 }
 
-void kf_db_num_i64(kf_db_num *a, int64_t v)
+static void bin_put8(kf_db_bin *a, uint64_t bits)
 {
-    num_put(a, (uint64_t)v);
+    unsigned char b[8];
+    put_be32(b, (uint32_t)(bits >> 32));
+    put_be32(b + 4, (uint32_t)bits);
+    bin_put(a, b, 8);
 }
 
-void kf_db_num_f64(kf_db_num *a, double v)
+void kf_db_bin_i64(kf_db_bin *a, int64_t v)
+{
+    bin_put8(a, (uint64_t)v);
+}
+
+void kf_db_bin_f64(kf_db_bin *a, double v)
 {
     if (!isfinite(v)) {
-        if (num_room(a, 4) < 0) return;
-        put_be32(a->buf + a->len, 0xffffffffu); /* -1: NULL */
-        a->len += 4;
-        a->n++;
-        a->nulls = 1;
+        bin_put(a, NULL, 0);
         return;
     }
     uint64_t bits;
     memcpy(&bits, &v, sizeof(bits)); /* IEEE 754 binary64, as float8send() */
-    num_put(a, bits);
+    bin_put8(a, bits);
 }
 
-const char *kf_db_num_data(kf_db_num *a, int *len)
+void kf_db_bin_str(kf_db_bin *a, const char *s)
 {
-    if (num_room(a, 0) < 0 || a->len > (size_t)INT32_MAX) return NULL;
+    bin_put(a, s, s ? strlen(s) : 0);
+}
+
+void kf_db_bin_bytes(kf_db_bin *a, const void *p, size_t n)
+{
+    bin_put(a, p, n);
+}
+
+const char *kf_db_bin_data(kf_db_bin *a, int *len)
+{
+    if (bin_room(a, 0) < 0 || a->len > (size_t)INT32_MAX) return NULL;
     put_be32(a->buf, a->n ? 1 : 0);
     put_be32(a->buf + 4, (uint32_t)a->nulls);
     put_be32(a->buf + 8, a->oid);
@@ -561,7 +583,7 @@ const char *kf_db_num_data(kf_db_num *a, int *len)
     return (const char *)a->buf;
 }
 
-void kf_db_num_free(kf_db_num *a)
+void kf_db_bin_free(kf_db_bin *a)
 {
     free(a->buf);
     memset(a, 0, sizeof(*a));

@@ -59,7 +59,7 @@ PGresult *kf_db_exec(kf_db *db, const char *sql, int nparams, const char *const 
                      char *err, size_t errlen);
 
 /* kf_db_exec with some parameters in PostgreSQL's binary format:
- * formats[i] 1 for params[i] of lengths[i] bytes (a kf_db_num array),
+ * formats[i] 1 for params[i] of lengths[i] bytes (a kf_db_bin array),
  * 0 for text (lengths[i] ignored). formats NULL: all text. */
 PGresult *kf_db_exec_fmt(kf_db *db, const char *sql, int nparams, const char *const *params,
                          const int *lengths, const int *formats, char *err, size_t errlen);
@@ -136,29 +136,37 @@ void kf_db_arr_str(kf_db_arr *a, const char *s);
 const char *kf_db_arr_text(kf_db_arr *a);
 void kf_db_arr_free(kf_db_arr *a);
 
-/* A bigint[] or float8[] column of many rows as one binary parameter
- * (kf_db_exec_fmt, format 1): the layout array_recv() reads
+/* A column of many rows as one array parameter in PostgreSQL's binary
+ * format (kf_db_exec_fmt, format 1): the layout array_recv() reads
  * (src/backend/utils/adt/arrayfuncs.c: ndim, has-nulls flag, element type
  * OID, then per dimension its length and lower bound 1, then each element
- * as a 4-byte length, -1 for NULL, and its 8 bytes, all big-endian; an
- * empty array is ndim 0). Nothing is printed here and nothing parsed
- * there: "%.17g" for 7 float columns was ~9% of the coordinator's CPU per
- * stored result (docs/benchmarks.md, 2026-12-07 afternoon). Zero-initialize
- * with its type (KF_DB_INT8 or KF_DB_FLOAT8; all elements of that type),
- * add elements, then kf_db_num_data, once, gives the bytes and their count
+ * as a 4-byte length, -1 for NULL, and its bytes; integers big-endian; an
+ * empty array is ndim 0). Numbers go as their 8 bytes (int8send,
+ * float8send) and text and bytea as they are, so nothing is printed or
+ * escaped here and nothing parsed there: the text literals of kf_db_arr
+ * ("%.17g" for 7 float columns, every metrics object quoted) cost ~30% of
+ * the coordinator's CPU per stored result, and array_in's parse ~10% of
+ * PostgreSQL's (docs/benchmarks.md, 2026-12-07 afternoon). Text must be
+ * valid UTF-8 without NUL (PostgreSQL checks it and fails the statement).
+ * Zero-initialize with the element type (all elements of that type), add
+ * elements, then kf_db_bin_data, once, gives the bytes and their count
  * (NULL when an allocation failed on the way). */
-enum { KF_DB_INT8 = 20, KF_DB_FLOAT8 = 701 }; /* pg_type OIDs (fixed in the catalog) */
+enum { KF_DB_BYTEA = 17, KF_DB_INT8 = 20, KF_DB_TEXT = 25, KF_DB_FLOAT8 = 701 }; /* pg_type OIDs */
 typedef struct {
     unsigned char *buf;
     size_t len, cap;
     int n, nulls, oom;
     unsigned oid;
-} kf_db_num;
-void kf_db_num_i64(kf_db_num *a, int64_t v);
+} kf_db_bin;
+void kf_db_bin_i64(kf_db_bin *a, int64_t v);
 /* v, or NULL when v is not finite. */
-void kf_db_num_f64(kf_db_num *a, double v);
-const char *kf_db_num_data(kf_db_num *a, int *len);
-void kf_db_num_free(kf_db_num *a);
+void kf_db_bin_f64(kf_db_bin *a, double v);
+/* s (text), or NULL when s is NULL. */
+void kf_db_bin_str(kf_db_bin *a, const char *s);
+/* n bytes at p (bytea), or NULL when p is NULL. */
+void kf_db_bin_bytes(kf_db_bin *a, const void *p, size_t n);
+const char *kf_db_bin_data(kf_db_bin *a, int *len);
+void kf_db_bin_free(kf_db_bin *a);
 
 /* ---- embedded files (coordinator/embed.c) ---- */
 

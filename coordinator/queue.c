@@ -821,15 +821,16 @@ static int grp_store(kf_db *db, kf_queue_item *it, grp_item *g, int n, char *err
 {
     enum { C_JOB, C_WORKER, C_TOKEN, C_VERDICT, C_DETAIL, C_METRICS, C_CUS, C_BUS, C_SPEEDUP, C_LOG,
            C_CV, C_LO, C_HI, C_LEASE, C_N };
-    /* the numbers in binary (kf_db_num), the text columns as array literals */
-    static const unsigned num_type[C_N] = { [C_JOB] = KF_DB_INT8, [C_TOKEN] = KF_DB_INT8, [C_CUS] = KF_DB_FLOAT8,
+    /* each column one binary array (kf_db_bin) */
+    static const unsigned col_type[C_N] = { [C_JOB] = KF_DB_INT8, [C_WORKER] = KF_DB_TEXT, [C_TOKEN] = KF_DB_INT8,
+                                            [C_VERDICT] = KF_DB_TEXT, [C_DETAIL] = KF_DB_TEXT,
+                                            [C_METRICS] = KF_DB_TEXT, [C_CUS] = KF_DB_FLOAT8,
                                             [C_BUS] = KF_DB_FLOAT8, [C_SPEEDUP] = KF_DB_FLOAT8,
-                                            [C_CV] = KF_DB_FLOAT8, [C_LO] = KF_DB_FLOAT8, [C_HI] = KF_DB_FLOAT8 };
-    kf_db_arr col[C_N];
-    kf_db_num num[C_N];
+                                            [C_LOG] = KF_DB_TEXT, [C_CV] = KF_DB_FLOAT8, [C_LO] = KF_DB_FLOAT8,
+                                            [C_HI] = KF_DB_FLOAT8, [C_LEASE] = KF_DB_BYTEA };
+    kf_db_bin col[C_N];
     memset(col, 0, sizeof(col));
-    memset(num, 0, sizeof(num));
-    for (int c = 0; c < C_N; c++) num[c].oid = num_type[c];
+    for (int c = 0; c < C_N; c++) col[c].oid = col_type[c];
     int stored = -1, nsub = 0;
     int *ord = malloc(sizeof(*ord) * (size_t)(n > 0 ? n : 1)); /* submitted items, by job id */
     if (!ord) {
@@ -867,23 +868,23 @@ static int grp_store(kf_db *db, kf_queue_item *it, grp_item *g, int n, char *err
             json_decref(mj);
         }
         has_noise = has_noise && g[i].v == KF_OK;
-        kf_db_num_i64(&num[C_JOB], it[i].job_id);
-        kf_db_arr_str(&col[C_WORKER], it[i].worker_id);
-        kf_db_num_i64(&num[C_TOKEN], it[i].token);
-        kf_db_arr_str(&col[C_VERDICT], kf_verdict_name((kf_verdict)g[i].v));
-        kf_db_arr_str(&col[C_DETAIL], detail);
-        kf_db_arr_str(&col[C_METRICS], mt);
+        kf_db_bin_i64(&col[C_JOB], it[i].job_id);
+        kf_db_bin_str(&col[C_WORKER], it[i].worker_id);
+        kf_db_bin_i64(&col[C_TOKEN], it[i].token);
+        kf_db_bin_str(&col[C_VERDICT], kf_verdict_name((kf_verdict)g[i].v));
+        kf_db_bin_str(&col[C_DETAIL], detail);
+        kf_db_bin_str(&col[C_METRICS], mt);
         /* times and speedups: NULL when not measured (not finite or <= 0) */
-        kf_db_num_f64(&num[C_CUS], res->candidate_us > 0 ? res->candidate_us : NAN);
-        kf_db_num_f64(&num[C_BUS], res->baseline_us > 0 ? res->baseline_us : NAN);
-        kf_db_num_f64(&num[C_SPEEDUP], res->speedup > 0 ? res->speedup : NAN);
-        kf_db_arr_str(&col[C_LOG], log);
-        kf_db_num_f64(&num[C_CV], has_noise ? cv : NAN);
-        kf_db_num_f64(&num[C_LO], has_noise && lo > 0 ? lo : NAN);
-        kf_db_num_f64(&num[C_HI], has_noise && hi > 0 ? hi : NAN);
-        char lt[2 * KF_QUEUE_TOKEN_LEN + 1] = ""; /* another length never matches */
-        if (it[i].lease_token_len == KF_QUEUE_TOKEN_LEN) kf_wire_hex(it[i].lease_token, KF_QUEUE_TOKEN_LEN, lt);
-        kf_db_arr_str(&col[C_LEASE], lt);
+        kf_db_bin_f64(&col[C_CUS], res->candidate_us > 0 ? res->candidate_us : NAN);
+        kf_db_bin_f64(&col[C_BUS], res->baseline_us > 0 ? res->baseline_us : NAN);
+        kf_db_bin_f64(&col[C_SPEEDUP], res->speedup > 0 ? res->speedup : NAN);
+        kf_db_bin_str(&col[C_LOG], log);
+        kf_db_bin_f64(&col[C_CV], has_noise ? cv : NAN);
+        kf_db_bin_f64(&col[C_LO], has_noise && lo > 0 ? lo : NAN);
+        kf_db_bin_f64(&col[C_HI], has_noise && hi > 0 ? hi : NAN);
+        /* a token of another length never matches: sent empty */
+        kf_db_bin_bytes(&col[C_LEASE], it[i].lease_token ? it[i].lease_token : (const uint8_t *)"",
+                        it[i].lease_token_len == KF_QUEUE_TOKEN_LEN ? KF_QUEUE_TOKEN_LEN : 0);
         free(detail);
         free(log);
         free(mown);
@@ -891,9 +892,8 @@ static int grp_store(kf_db *db, kf_queue_item *it, grp_item *g, int n, char *err
     const char *pi[C_N];
     int plen[C_N], pfmt[C_N];
     for (int c = 0; c < C_N; c++) {
-        pfmt[c] = num_type[c] != 0;
-        plen[c] = 0;
-        if (!(pi[c] = pfmt[c] ? kf_db_num_data(&num[c], &plen[c]) : kf_db_arr_text(&col[c]))) {
+        pfmt[c] = 1;
+        if (!(pi[c] = kf_db_bin_data(&col[c], &plen[c]))) {
             snprintf(err, errlen, "out of memory");
             goto out;
         }
@@ -916,12 +916,12 @@ static int grp_store(kf_db *db, kf_queue_item *it, grp_item *g, int n, char *err
         "WITH x AS MATERIALIZED (SELECT *, 'leased'::text AS want FROM unnest($1::bigint[], $2::text[],"
         "  $3::bigint[], $4::text[],"
         "  $5::text[], $6::text[], $7::float8[], $8::float8[], $9::float8[], $10::text[], $11::float8[],"
-        "  $12::float8[], $13::float8[], $14::text[]) AS x(job_id, worker_id, fencing_token, verdict, detail,"
+        "  $12::float8[], $13::float8[], $14::bytea[]) AS x(job_id, worker_id, fencing_token, verdict, detail,"
         "  metrics, candidate_us, baseline_us, speedup, compile_log, cv, speedup_lo, speedup_hi, lease_token)),"
         " upd AS (UPDATE jobs j SET state = 'done', lease_deadline = NULL, finished_at = now() FROM x"
         "  WHERE j.id = x.job_id AND j.state = x.want AND j.fencing_token = x.fencing_token"
         "    AND j.worker_id = x.worker_id AND j.purpose <> 'verify'"
-        "    AND j.lease_token = decode(x.lease_token, 'hex')"
+        "    AND j.lease_token = x.lease_token"
         "  RETURNING j.id, j.attempts, j.candidate_id, j.campaign_id, j.target, j.lease_token),"
         " ins AS (INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, fencing_token,"
         "  verdict, detail, metrics, candidate_us, baseline_us, speedup, compile_log, is_final,"
@@ -1004,10 +1004,7 @@ fail:
     for (int i = 0; i < n; i++) g[i].accept = 0;
     stored = -1;
 out:
-    for (int c = 0; c < C_N; c++) {
-        kf_db_arr_free(&col[c]);
-        kf_db_num_free(&num[c]);
-    }
+    for (int c = 0; c < C_N; c++) kf_db_bin_free(&col[c]);
     free(ord);
     return stored;
 }
