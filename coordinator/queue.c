@@ -882,9 +882,10 @@ static int grp_store(kf_db *db, kf_queue_item *it, grp_item *g, int n, char *err
         kf_db_bin_f64(&col[C_CV], has_noise ? cv : NAN);
         kf_db_bin_f64(&col[C_LO], has_noise && lo > 0 ? lo : NAN);
         kf_db_bin_f64(&col[C_HI], has_noise && hi > 0 ? hi : NAN);
-        /* a token of another length never matches: sent empty */
-        kf_db_bin_bytes(&col[C_LEASE], it[i].lease_token ? it[i].lease_token : (const uint8_t *)"",
-                        it[i].lease_token_len == KF_QUEUE_TOKEN_LEN ? KF_QUEUE_TOKEN_LEN : 0);
+        /* no token, or one of another length, never matches: sent empty */
+        int has_token = it[i].lease_token && it[i].lease_token_len == KF_QUEUE_TOKEN_LEN;
+        kf_db_bin_bytes(&col[C_LEASE], has_token ? it[i].lease_token : (const uint8_t *)"",
+                        has_token ? KF_QUEUE_TOKEN_LEN : 0);
         free(detail);
         free(log);
         free(mown);

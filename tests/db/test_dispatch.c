@@ -238,6 +238,23 @@ static void part_library(const char *conninfo)
     CHECK(q1(db, "SELECT count(*) FROM evaluations WHERE worker_id = 'wa' AND reported") == 4,
           "no second evaluation");
 
+    /* no lease token with a token's length (a caller's mistake; the wire
+     * never gives it): refused as the plain path refuses it, the job still
+     * leased (an ASan build of this test caught the group reading 16 bytes
+     * from a 1-byte string here) */
+    kf_queue_item nt[2];
+    item(&nt[0], "wa", &a[3], &good);
+    nt[0].lease_token = NULL;
+    nt[0].lease_token_len = KF_QUEUE_TOKEN_LEN;
+    item(&nt[1], "wa", &b[1], &good);
+    nt[1].lease_token = b[1].lease_token;
+    CHECK(kf_queue_result_group(db, &qc, nt, 2) == 0, "a group of no token and another's lease stores nothing");
+    CHECK(nt[0].st == KF_Q_REJECTED && strstr(nt[0].err, "wrong lease token"), "no token: %d %s", nt[0].st,
+          nt[0].err);
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM jobs WHERE state = 'leased' AND id = %lld",
+             (long long)a[3].job_id);
+    CHECK(q1(db, sql) == 1, "its job still leased");
+
     /* a group whose transaction fails: every result on its own, the bad one
      * ERROR, the others stored */
     exec_ok(db, "CREATE FUNCTION kft_refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
