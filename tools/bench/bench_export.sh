@@ -3,10 +3,11 @@
 # the dashboard export in <= 10 s at 1,000,000 evaluations). Builds the
 # synthetic campaign of tests/browser/synth.sql with N candidates (two
 # targets, one job in ten retried: N = 455,000 gives ~1,000,000 evaluations,
-# ~20% of the final ones ok with speedups), then R times a full export into a
-# fresh folder under /usr/bin/time -v: wall time, peak RSS, what it wrote.
-# Then R incremental exports (`kfarm export --since`, as the coordinator's
-# periodic export does) after one new evaluation, into the same folder.
+# ~20% of the final ones ok with speedups), then R times a full export, each
+# into a fresh folder of its own, under /usr/bin/time -v: wall time, the
+# export process's CPU, peak RSS, what it wrote. Then R incremental exports
+# (`kfarm export --since`, as the coordinator's periodic export does) after
+# one new evaluation, into the last full export's folder.
 # Then `kfarm campaign status big` STATUS_RUNS times (default 11; 0: none),
 # and as many times the status of a campaign that does not exist (the
 # process start and the database connection alone): p50 and max in ms of
@@ -56,18 +57,26 @@ psql "$DB" -qtAX -v ON_ERROR_STOP=1 -f tests/recount.sql >/dev/null
 psql "$DB" -qtAX -c "SELECT 'data: ' || (SELECT count(*) FROM candidates) || ' candidates, ' ||
   (SELECT count(*) FROM jobs) || ' jobs, ' || (SELECT count(*) FROM evaluations) || ' evaluations (' ||
   (SELECT count(*) FROM evaluations WHERE is_final AND verdict = 'ok') || ' final ok)'"
-run() { # label, then the kfarm export arguments
-  local label=$1; shift
-  KFARM_DB=$DB /usr/bin/time -v -o "$W/time" build/kfarm export "$@" >/dev/null
-  local wall rss
+run() { # label, site folder, then the kfarm export arguments
+  local label=$1 site=$2; shift 2
+  KFARM_DB=$DB /usr/bin/time -v -o "$W/time" build/kfarm export --out "$site" "$@" >/dev/null
+  local wall rss cpu
   wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {n = split($2, t, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + t[i]; print s}' "$W/time")
   rss=$(awk -F': ' '/Maximum resident/ {printf "%.0f", $2 / 1024}' "$W/time")
-  echo "$label: wall ${wall} s, peak RSS ${rss} MiB, site $(du -sm "$W/site" | cut -f1) MiB in $(find "$W/site" -type f | wc -l) files, campaign file $(du -m "$W"/site/data/c[0-9]*.js | cut -f1 | head -1) MiB"
+  cpu=$(awk -F': ' '/User time/ {u = $2} /System time/ {s = $2} END {printf "%.2f / %.2f", u, s}' "$W/time")
+  echo "$label: wall ${wall} s, export process user / system CPU ${cpu} s, peak RSS ${rss} MiB, site $(du -sm "$site" | cut -f1) MiB in $(find "$site" -type f | wc -l) files, campaign file $(du -m "$site"/data/c[0-9]*.js | cut -f1 | head -1) MiB"
 }
+# Each full export into a folder of its own, none deleted before the end:
+# on an ext4 without a journal (this project's dev VM), creating files
+# right after thousands were deleted makes the inode allocator step over
+# each recently freed inode (find_inode_bit -> recently_deleted), and a
+# full export that followed an `rm -rf` of the previous one spent 3-5 s of
+# system CPU instead of 0.7 (docs/benchmarks.md, 2026-12-07 afternoon).
 for i in $(seq "$R"); do
-  rm -rf "$W/site"
-  run "full export $i" --out "$W/site"
+  run "full export $i" "$W/site$i"
 done
+mv "$W/site$R" "$W/site"
+for i in $(seq "$((R - 1))"); do rm -rf "$W/site$i"; done
 if build/kfarm export --help | grep -q -- --since; then
   for i in $(seq "$R"); do
     since=$(psql "$DB" -qtAX -c "SELECT now()")
@@ -75,7 +84,7 @@ if build/kfarm export --help | grep -q -- --since; then
       SELECT id, candidate_id, 9, 'synth-w1', -1000000 - $i, 'infra_error', 'bench mark', false FROM jobs
       WHERE candidate_id = (SELECT min(id) + 100 * $i FROM candidates) AND target = 'cpu'" >/dev/null
     touch "$W/mark"
-    run "incremental export $i (one new evaluation)" --out "$W/site" --since "$since"
+    run "incremental export $i (one new evaluation)" "$W/site" --since "$since"
     echo "  files rewritten: $(find "$W/site" -type f -newer "$W/mark" | wc -l)"
   done
   psql "$DB" -qtAX -c "DELETE FROM evaluations WHERE detail = 'bench mark'" >/dev/null
