@@ -397,20 +397,15 @@ char *kf_db_utf8_sanitize(char *s)
     return s;
 }
 
-char *kf_db_text_array(const char *const *items, int n)
-{
-    kf_db_arr a;
-    memset(&a, 0, sizeof(a));
-    for (int i = 0; i < n; i++) kf_db_arr_str(&a, items[i]);
-    if (!kf_db_arr_text(&a)) {
-        kf_db_arr_free(&a);
-        return NULL;
-    }
-    return a.buf; /* the caller frees it */
-}
+/* A text[] literal built element by element (kf_db_text_array). */
+typedef struct {
+    char *buf;
+    size_t len, cap;
+    int n, oom;
+} text_arr;
 
 /* Room for need more bytes (and the closing "}" and NUL); 0 or -1 (oom set). */
-static int arr_room(kf_db_arr *a, size_t need)
+static int arr_room(text_arr *a, size_t need)
 {
     if (a->oom) return -1;
     if (a->len + need + 3 <= a->cap) return 0;
@@ -426,43 +421,12 @@ static int arr_room(kf_db_arr *a, size_t need)
     return 0;
 }
 
-/* The separator before an element: "{" for the first, "," after. */
-static void arr_sep(kf_db_arr *a)
-{
-    a->buf[a->len++] = a->n++ ? ',' : '{';
-}
-
-void kf_db_arr_i64(kf_db_arr *a, int64_t v)
-{
-    if (arr_room(a, 24) < 0) return;
-    arr_sep(a);
-    char tmp[24];
-    int k = 0;
-    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    do {
-        tmp[k++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0) a->buf[a->len++] = '-';
-    while (k) a->buf[a->len++] = tmp[--k];
-}
-
-void kf_db_arr_f64(kf_db_arr *a, double v)
-{
-    if (!isfinite(v)) {
-        kf_db_arr_str(a, NULL);
-        return;
-    }
-    if (arr_room(a, 32) < 0) return;
-    arr_sep(a);
-    a->len += (size_t)snprintf(a->buf + a->len, 32, "%.17g", v);
-}
-
-void kf_db_arr_str(kf_db_arr *a, const char *s)
+/* s quoted and escaped, or NULL when s is NULL; "{" before the first, "," after. */
+static void arr_str(text_arr *a, const char *s)
 {
     size_t n = s ? strlen(s) : 0;
     if (arr_room(a, s ? 2 * n + 2 : 4) < 0) return;
-    arr_sep(a);
+    a->buf[a->len++] = a->n++ ? ',' : '{';
     if (!s) {
         memcpy(a->buf + a->len, "NULL", 4);
         a->len += 4;
@@ -478,19 +442,19 @@ void kf_db_arr_str(kf_db_arr *a, const char *s)
     a->len = (size_t)(p - a->buf);
 }
 
-const char *kf_db_arr_text(kf_db_arr *a)
+char *kf_db_text_array(const char *const *items, int n)
 {
-    if (arr_room(a, 0) < 0) return NULL;
-    if (!a->n) a->buf[a->len++] = '{';
-    a->buf[a->len++] = '}';
-    a->buf[a->len] = 0;
-    return a->buf;
-}
-
-void kf_db_arr_free(kf_db_arr *a)
-{
-    free(a->buf);
-    memset(a, 0, sizeof(*a));
+    text_arr a;
+    memset(&a, 0, sizeof(a));
+    for (int i = 0; i < n; i++) arr_str(&a, items[i]);
+    if (arr_room(&a, 0) < 0) {
+        free(a.buf);
+        return NULL;
+    }
+    if (!a.n) a.buf[a.len++] = '{';
+    a.buf[a.len++] = '}';
+    a.buf[a.len] = 0;
+    return a.buf; /* the caller frees it */
 }
 
 enum { BIN_HEAD = 20 }; /* ndim, flags, element type, length, lower bound */

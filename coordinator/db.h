@@ -115,27 +115,6 @@ int kf_db_utf8_valid(const char *s, size_t len);
  * when out of memory. */
 char *kf_db_text_array(const char *const *items, int n);
 
-/* A PostgreSQL array literal built element by element ({1,"a",NULL}), for
- * a statement that takes a column of many rows as one parameter
- * (unnest($1::bigint[], $2::text[], ...)). Zero-initialize, add elements,
- * then kf_db_arr_text, once, closes and returns the literal ("{}" when
- * empty; NULL when an allocation failed on the way: the error is reported
- * once, at the end).
- * kf_db_arr_free releases it. */
-typedef struct {
-    char *buf;
-    size_t len, cap;
-    int n, oom;
-} kf_db_arr;
-void kf_db_arr_i64(kf_db_arr *a, int64_t v);
-/* v with 17 significant digits (exact round trip), or NULL when v is not
- * finite. */
-void kf_db_arr_f64(kf_db_arr *a, double v);
-/* s quoted and escaped, or NULL when s is NULL. */
-void kf_db_arr_str(kf_db_arr *a, const char *s);
-const char *kf_db_arr_text(kf_db_arr *a);
-void kf_db_arr_free(kf_db_arr *a);
-
 /* A column of many rows as one array parameter in PostgreSQL's binary
  * format (kf_db_exec_fmt, format 1): the layout array_recv() reads
  * (src/backend/utils/adt/arrayfuncs.c: ndim, has-nulls flag, element type
@@ -143,7 +122,7 @@ void kf_db_arr_free(kf_db_arr *a);
  * as a 4-byte length, -1 for NULL, and its bytes; integers big-endian; an
  * empty array is ndim 0). Numbers go as their 8 bytes (int8send,
  * float8send) and text and bytea as they are, so nothing is printed or
- * escaped here and nothing parsed there: the text literals of kf_db_arr
+ * escaped here and nothing parsed there: array literals as text
  * ("%.17g" for 7 float columns, every metrics object quoted) cost ~30% of
  * the coordinator's CPU per stored result, and array_in's parse ~10% of
  * PostgreSQL's (docs/benchmarks.md, 2026-12-07 afternoon). Text must be

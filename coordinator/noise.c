@@ -62,6 +62,10 @@ static int side_cv(kf_jscan *parent, kf_jspan v, double *d)
     return kf_jscan_double(&o, cv[0], d);
 }
 
+/* The longest number kf_noise_scan takes as it is: the limit under which
+ * the coordinator stores metrics as sent (queue.c's json_numbers_fit). */
+enum { SCAN_NUM_MAX = 64 };
+
 int kf_noise_scan(const char *metrics, size_t len, double speedup, int *has, double *cv, double *lo,
                   double *hi)
 {
@@ -70,23 +74,23 @@ int kf_noise_scan(const char *metrics, size_t len, double speedup, int *has, dou
     kf_jspan top[1], tim[1], shp[3];
     int obj;
     *has = 0;
-    kf_jscan s = { metrics, metrics + len, 0, 64 };
+    kf_jscan s = { metrics, metrics + len, 0, SCAN_NUM_MAX };
     kf_jscan_ws(&s);
     if (s.p >= s.end || *s.p != '{') return 0;
     kf_jscan_members(&s, top_k, 1, top, &obj); /* steps over (checks) the whole object */
     kf_jscan_ws(&s);
     if (s.bad || s.p != s.end) return 0;
     if (!(speedup > 0) || !isfinite(speedup) || !top[0].a) return 1;
-    kf_jscan t = { top[0].a, top[0].b, 0, 64 };
+    kf_jscan t = { top[0].a, top[0].b, 0, SCAN_NUM_MAX };
     kf_jscan_members(&t, tim_k, 1, tim, &obj);
     if (t.bad) return 0;
     if (!obj || !tim[0].a || *tim[0].a != '[') return 1;
     double wsum = 0, ssum = 0, csum = 0;
-    kf_jscan a = { tim[0].a + 1, tim[0].b, 0, 64 };
+    kf_jscan a = { tim[0].a + 1, tim[0].b, 0, SCAN_NUM_MAX };
     int first = 1;
     kf_jspan el;
     while (kf_jscan_next(&a, &first, &el)) {
-        kf_jscan e = { el.a, el.b, 0, 64 };
+        kf_jscan e = { el.a, el.b, 0, SCAN_NUM_MAX };
         kf_jscan_members(&e, shp_k, 3, shp, &obj);
         if (e.bad) return 0;
         if (!obj) continue;
