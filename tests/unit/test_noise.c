@@ -93,32 +93,9 @@ static int mutations(kf_test_state *st)
     char buf[2048];
     const char alphabet[] = "{}[]\":,\\ 0123456789.-eEtrufalsnycvwigh\xc3\xa9u";
     for (int it = 0; it < 200000 && bad < 5; it++) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        const char *src = SAMPLES[x % ns];
-        size_t len = strlen(src);
-        if (len == 0 || len >= sizeof(buf) / 2) continue;
-        memcpy(buf, src, len);
-        int edits = 1 + (int)((x >> 8) % 4);
-        for (int e = 0; e < edits && len > 0; e++) {
-            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-            size_t at = (size_t)(x >> 16) % len;
-            switch ((x >> 40) % 4) {
-            case 0: buf[at] = alphabet[(x >> 48) % (sizeof(alphabet) - 1)]; break; /* replace */
-            case 1: len = at; break;                                                /* cut */
-            case 2:                                                                 /* delete */
-                memmove(buf + at, buf + at + 1, len - at - 1);
-                len--;
-                break;
-            default: { /* duplicate a span */
-                size_t n2 = 1 + (size_t)(x >> 52) % 24;
-                if (at + n2 > len) n2 = len - at;
-                if (len + n2 < sizeof(buf)) {
-                    memmove(buf + at + n2, buf + at, len - at);
-                    len += n2;
-                }
-            }
-            }
-        }
+        long m = kf_test_mutate(buf, sizeof(buf), SAMPLES, ns, alphabet, &x);
+        if (m < 0) continue;
+        size_t len = (size_t)m;
         if (!agree(buf, len, SPEEDUPS[(x >> 3) % 5], &sc)) bad++;
         scanned += sc;
     }
