@@ -397,64 +397,35 @@ char *kf_db_utf8_sanitize(char *s)
     return s;
 }
 
-/* A text[] literal built element by element (kf_db_text_array). */
-typedef struct {
-    char *buf;
-    size_t len, cap;
-    int n, oom;
-} text_arr;
-
-/* Room for need more bytes (and the closing "}" and NUL); 0 or -1 (oom set). */
-static int arr_room(text_arr *a, size_t need)
-{
-    if (a->oom) return -1;
-    if (a->len + need + 3 <= a->cap) return 0;
-    size_t c = a->cap ? a->cap * 2 : 256;
-    while (c < a->len + need + 3) c *= 2;
-    char *nb = realloc(a->buf, c);
-    if (!nb) {
-        a->oom = 1;
-        return -1;
-    }
-    a->buf = nb;
-    a->cap = c;
-    return 0;
-}
-
-/* s quoted and escaped, or NULL when s is NULL; "{" before the first, "," after. */
-static void arr_str(text_arr *a, const char *s)
-{
-    size_t n = s ? strlen(s) : 0;
-    if (arr_room(a, s ? 2 * n + 2 : 4) < 0) return;
-    a->buf[a->len++] = a->n++ ? ',' : '{';
-    if (!s) {
-        memcpy(a->buf + a->len, "NULL", 4);
-        a->len += 4;
-        return;
-    }
-    char *p = a->buf + a->len;
-    *p++ = '"';
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '"' || s[i] == '\\') *p++ = '\\';
-        *p++ = s[i];
-    }
-    *p++ = '"';
-    a->len = (size_t)(p - a->buf);
-}
-
 char *kf_db_text_array(const char *const *items, int n)
 {
-    text_arr a;
-    memset(&a, 0, sizeof(a));
-    for (int i = 0; i < n; i++) arr_str(&a, items[i]);
-    if (arr_room(&a, 0) < 0) {
-        free(a.buf);
+    kf_strbuf b = { 0 };
+    kf_strbuf_addn(&b, "{", 1);
+    for (int i = 0; i < n && !b.oom; i++) {
+        const char *s = items[i];
+        if (i) kf_strbuf_addn(&b, ",", 1);
+        if (!s) {
+            kf_strbuf_add(&b, "NULL");
+            continue;
+        }
+        size_t len = strlen(s);
+        if (kf_strbuf_reserve(&b, 2 * len + 2) < 0) break;
+        char *p = b.s + b.len; /* quoted, '"' and '\\' escaped */
+        *p++ = '"';
+        for (size_t k = 0; k < len; k++) {
+            if (s[k] == '"' || s[k] == '\\') *p++ = '\\';
+            *p++ = s[k];
+        }
+        *p++ = '"';
+        b.len = (size_t)(p - b.s);
+        b.s[b.len] = 0;
+    }
+    kf_strbuf_addn(&b, "}", 1);
+    if (b.oom) {
+        free(b.s);
         return NULL;
     }
-    if (!a.n) a.buf[a.len++] = '{';
-    a.buf[a.len++] = '}';
-    a.buf[a.len] = 0;
-    return a.buf; /* the caller frees it */
+    return b.s; /* the caller frees it */
 }
 
 enum { BIN_HEAD = 20 }; /* ndim, flags, element type, length, lower bound */
@@ -467,34 +438,21 @@ static void put_be32(unsigned char *p, uint32_t v)
 /* Room for an element of need bytes after the header; 0 or -1 (oom set). */
 static int bin_room(kf_db_bin *a, size_t need)
 {
-    if (a->oom) return -1;
-    if (!a->len) a->len = BIN_HEAD;
-    if (a->len + need <= a->cap) return 0;
-    if (need > (size_t)INT32_MAX) {
-        a->oom = 1;
-        return -1;
-    }
-    size_t c = a->cap ? a->cap * 2 : 1024;
-    while (c < a->len + need) c *= 2;
-    unsigned char *nb = realloc(a->buf, c);
-    if (!nb) {
-        a->oom = 1;
-        return -1;
-    }
-    a->buf = nb;
-    a->cap = c;
-    return 0;
+    if (need > (size_t)INT32_MAX) a->b.oom = 1;
+    if (!a->b.len && kf_strbuf_reserve(&a->b, BIN_HEAD) == 0) a->b.len = BIN_HEAD;
+    return kf_strbuf_reserve(&a->b, need);
 }
 
 /* One element: n bytes at p, or NULL when p is NULL. */
 static void bin_put(kf_db_bin *a, const void *p, size_t n)
 {
     if (bin_room(a, 4 + (p ? n : 0)) < 0) return;
-    put_be32(a->buf + a->len, p ? (uint32_t)n : 0xffffffffu); /* -1: NULL */
-    a->len += 4;
+    unsigned char *o = (unsigned char *)a->b.s + a->b.len;
+    put_be32(o, p ? (uint32_t)n : 0xffffffffu); /* -1: NULL */
+    a->b.len += 4;
     if (p) {
-        memcpy(a->buf + a->len, p, n);
-        a->len += n;
+        memcpy(o + 4, p, n);
+        a->b.len += n;
     } else {
         a->nulls = 1;
     }
@@ -537,19 +495,20 @@ void kf_db_bin_bytes(kf_db_bin *a, const void *p, size_t n)
 
 const char *kf_db_bin_data(kf_db_bin *a, int *len)
 {
-    if (bin_room(a, 0) < 0 || a->len > (size_t)INT32_MAX) return NULL;
-    put_be32(a->buf, a->n ? 1 : 0);
-    put_be32(a->buf + 4, (uint32_t)a->nulls);
-    put_be32(a->buf + 8, a->oid);
-    put_be32(a->buf + 12, (uint32_t)a->n);
-    put_be32(a->buf + 16, 1);
-    *len = a->n ? (int)a->len : 12; /* an empty array: no dimension */
-    return (const char *)a->buf;
+    if (bin_room(a, 0) < 0 || a->b.len > (size_t)INT32_MAX) return NULL;
+    unsigned char *h = (unsigned char *)a->b.s;
+    put_be32(h, a->n ? 1 : 0);
+    put_be32(h + 4, (uint32_t)a->nulls);
+    put_be32(h + 8, a->oid);
+    put_be32(h + 12, (uint32_t)a->n);
+    put_be32(h + 16, 1);
+    *len = a->n ? (int)a->b.len : 12; /* an empty array: no dimension */
+    return a->b.s;
 }
 
 void kf_db_bin_free(kf_db_bin *a)
 {
-    free(a->buf);
+    free(a->b.s);
     memset(a, 0, sizeof(*a));
 }
 

@@ -23,6 +23,8 @@
 #include <stdint.h>
 #include <libpq-fe.h>
 
+#include "kf_util.h"
+
 typedef struct kf_db kf_db;
 
 /* Connect. conninfo NULL/empty: $KFARM_DB. Returns the handle, or NULL with a
@@ -132,9 +134,8 @@ char *kf_db_text_array(const char *const *items, int n);
  * (NULL when an allocation failed on the way). */
 enum { KF_DB_BYTEA = 17, KF_DB_INT8 = 20, KF_DB_TEXT = 25, KF_DB_FLOAT8 = 701 }; /* pg_type OIDs */
 typedef struct {
-    unsigned char *buf;
-    size_t len, cap;
-    int n, nulls, oom;
+    kf_strbuf b; /* the header's 20 bytes, then the elements */
+    int n, nulls;
     unsigned oid;
 } kf_db_bin;
 void kf_db_bin_i64(kf_db_bin *a, int64_t v);
