@@ -46,6 +46,7 @@ KF_EMBED(kf_emb_schema_014, "schema/014_job_entries.sql");
 KF_EMBED(kf_emb_schema_015, "schema/015_job_keys.sql");
 KF_EMBED(kf_emb_schema_016, "schema/016_final_token.sql");
 KF_EMBED(kf_emb_schema_017, "schema/017_delete_paths.sql");
+KF_EMBED(kf_emb_schema_018, "schema/018_lease_beats.sql");
 
 /* The dashboard, with its vendored libraries (tools/dashboard-vendor). */
 KF_EMBED(kf_emb_dash_0, "dashboard_static/index.html");
@@ -86,13 +87,13 @@ int kf_db_embedded_schema(kf_embedded_file *out, int max)
                                          "011_proposal_counts.sql", "012_eval_fk.sql",
                                          "013_dispute_peers.sql", "014_job_entries.sql",
                                          "015_job_keys.sql", "016_final_token.sql",
-                                         "017_delete_paths.sql" };
+                                         "017_delete_paths.sql", "018_lease_beats.sql" };
     static const char *const starts[] = { kf_emb_schema_001, kf_emb_schema_002, kf_emb_schema_003,
                                           kf_emb_schema_004, kf_emb_schema_005, kf_emb_schema_006,
                                           kf_emb_schema_007, kf_emb_schema_008, kf_emb_schema_009,
                                           kf_emb_schema_010, kf_emb_schema_011, kf_emb_schema_012,
                                           kf_emb_schema_013, kf_emb_schema_014, kf_emb_schema_015,
-                                          kf_emb_schema_016, kf_emb_schema_017 };
+                                          kf_emb_schema_016, kf_emb_schema_017, kf_emb_schema_018 };
     static const char *const ends[] = { kf_emb_schema_001_end, kf_emb_schema_002_end,
                                         kf_emb_schema_003_end, kf_emb_schema_004_end, kf_emb_schema_005_end,
                                         kf_emb_schema_006_end, kf_emb_schema_007_end, kf_emb_schema_008_end,
@@ -100,7 +101,7 @@ int kf_db_embedded_schema(kf_embedded_file *out, int max)
                                         kf_emb_schema_011_end, kf_emb_schema_012_end,
                                         kf_emb_schema_013_end, kf_emb_schema_014_end,
                                         kf_emb_schema_015_end, kf_emb_schema_016_end,
-                                        kf_emb_schema_017_end };
+                                        kf_emb_schema_017_end, kf_emb_schema_018_end };
     return fill(names, starts, ends, (int)(sizeof(names) / sizeof(names[0])), out, max);
 }
 

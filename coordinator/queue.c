@@ -51,6 +51,16 @@ static void i64s(char buf[24], int64_t v) { snprintf(buf, 24, "%lld", (long long
     "                      AND e2.worker_id = w.id AND e2.verdict = 'infra_error'" \
     "                      AND e2.reported)))"
 
+/* The beat of each row of CTE `rows` (id, fencing_token: current leases
+ * whose holder just heartbeat them): alive until now + $5 ms, acknowledged
+ * (schema 018). A ", b AS (...)" to append to a WITH list; data-modifying,
+ * so it runs whether or not the statement reads it. */
+#define KF_QUEUE_BEAT(rows) \
+    ", b AS (INSERT INTO lease_beats (job_id, fencing_token, deadline, acked)" \
+    "  SELECT id, fencing_token, now() + $5::bigint * interval '1 millisecond', true FROM " rows \
+    "  ON CONFLICT (job_id) DO UPDATE SET fencing_token = EXCLUDED.fencing_token," \
+    "    deadline = EXCLUDED.deadline, acked = true)"
+
 kf_queue_status kf_queue_lease(kf_db *db, const kf_queue_config *cfg, const char *worker_id,
                                const char *const *classes, int n, kf_lease *out,
                                char *err, size_t errlen)
@@ -383,21 +393,25 @@ kf_queue_status kf_queue_heartbeat(kf_db *db, const kf_queue_config *cfg, const 
     kf_wire_hex(lease_token, KF_QUEUE_TOKEN_LEN, tokhex);
     /* One statement in the common case: extend the lease when it is current,
      * this worker's and its token matches, and refresh the worker's
-     * last_seen at most every 2 s. The token is compared through SHA-256 of
-     * both sides: a comparison that stops at the first differing byte then
-     * tells a guesser nothing about the token's bytes. The state test is
-     * written "IS TRUE" so that no plan reaches the row through the partial
-     * index jobs_leased (its predicate would match "state = 'leased'"): a
-     * cached generic plan did, and then scanned every lease of the fleet
-     * per heartbeat (0.5 ms at 1,000 workers) instead of one primary-key
-     * probe. */
+     * last_seen at most every 2 s. The extension and the acknowledgement
+     * are written to lease_beats (schema 018: unlogged, a HOT update), not
+     * to the job's row: the row is only read. The token is compared through
+     * SHA-256 of both sides: a comparison that stops at the first differing
+     * byte then tells a guesser nothing about the token's bytes. The state
+     * test is written "IS TRUE" so that no plan reaches the row through the
+     * partial index jobs_leased (its predicate would match "state =
+     * 'leased'"): a cached generic plan did, and then scanned every lease of
+     * the fleet per heartbeat (0.5 ms at 1,000 workers) instead of one
+     * primary-key probe. */
     const char *p[5] = { job, tok, worker_id, tokhex, lease };
     PGresult *r = kf_db_exec(db,
         "WITH w AS (UPDATE workers SET last_seen = now() WHERE id = $3"
-        "           AND last_seen < now() - interval '2 seconds' RETURNING 1)"
-        " UPDATE jobs SET lease_deadline = now() + $5::bigint * interval '1 millisecond', acked = true"
-        " WHERE id = $1::bigint AND fencing_token = $2::bigint AND (state = 'leased') IS TRUE AND worker_id = $3"
-        "   AND sha256(lease_token) = sha256(decode($4, 'hex')) RETURNING (SELECT count(*) FROM w)",
+        "           AND last_seen < now() - interval '2 seconds' RETURNING 1),"
+        " j AS (SELECT id, fencing_token FROM jobs"
+        "  WHERE id = $1::bigint AND fencing_token = $2::bigint AND (state = 'leased') IS TRUE AND worker_id = $3"
+        "   AND sha256(lease_token) = sha256(decode($4, 'hex')))"
+        " " KF_QUEUE_BEAT("j")
+        " SELECT (SELECT count(*) FROM w) FROM j",
         5, p, err, errlen);
     if (!r) return KF_Q_ERROR;
     int ok = PQntuples(r) == 1;
@@ -453,15 +467,18 @@ int kf_queue_heartbeat_many(kf_db *db, const kf_queue_config *cfg, const char *w
     i64s(lease, cfg->lease_ms);
     const char *p[5] = { worker_id, jobs, toks, lts, lease };
     /* the statement of kf_queue_heartbeat, over the list (see there for the
-     * token comparison and the "IS TRUE") */
+     * beats, the token comparison and the "IS TRUE"); a job named twice is
+     * written once (an upsert may not touch a row twice) */
     PGresult *r = kf_db_exec(db,
         "WITH w AS (UPDATE workers SET last_seen = now() WHERE id = $1"
-        "           AND last_seen < now() - interval '2 seconds' RETURNING 1)"
-        " UPDATE jobs SET lease_deadline = now() + $5::bigint * interval '1 millisecond', acked = true"
-        " FROM unnest($2::bigint[], $3::bigint[], $4::text[]) WITH ORDINALITY AS q(job, tok, lt, i)"
-        " WHERE jobs.id = q.job AND jobs.fencing_token = q.tok AND (jobs.state = 'leased') IS TRUE"
+        "           AND last_seen < now() - interval '2 seconds' RETURNING 1),"
+        " j AS (SELECT DISTINCT ON (jobs.id) jobs.id, jobs.fencing_token, q.i FROM jobs"
+        "  JOIN unnest($2::bigint[], $3::bigint[], $4::text[]) WITH ORDINALITY AS q(job, tok, lt, i)"
+        "   ON jobs.id = q.job AND jobs.fencing_token = q.tok AND (jobs.state = 'leased') IS TRUE"
         "   AND jobs.worker_id = $1 AND sha256(jobs.lease_token) = sha256(decode(q.lt, 'hex'))"
-        " RETURNING q.i, (SELECT count(*) FROM w)", 5, p, err, errlen);
+        "  ORDER BY jobs.id, q.i)"
+        " " KF_QUEUE_BEAT("j")
+        " SELECT i, (SELECT count(*) FROM w) FROM j", 5, p, err, errlen);
     if (!r) goto out;
     extended = 0;
     for (int k = 0; k < PQntuples(r); k++) {
@@ -705,13 +722,17 @@ kf_queue_status kf_queue_result(kf_db *db, const kf_queue_config *cfg, const cha
     if (!retry && (is_verify || (v == KF_OK && res->speedup > 0)) &&
         kf_verify_consider(db, campaign, target, is_verify ? 0 : res->speedup, err, errlen) < 0)
         goto fail;
+    /* the lease ends: its job leaves 'leased', its beat (schema 018) goes */
     if (kf_db_cmd(db, task_fault
             /* the task's fault: the attempt is not the job's either */
-            ? "UPDATE jobs SET state = 'queued', lease_deadline = NULL,"
+            ? "WITH bt AS (DELETE FROM lease_beats WHERE job_id = $1::bigint)"
+              " UPDATE jobs SET state = 'queued', lease_deadline = NULL,"
               "  attempts = GREATEST(attempts - 1, 0) WHERE id = $1::bigint"
             : retry
-            ? "UPDATE jobs SET state = 'queued', lease_deadline = NULL WHERE id = $1::bigint"
-            : "UPDATE jobs SET state = 'done', lease_deadline = NULL, finished_at = now() "
+            ? "WITH bt AS (DELETE FROM lease_beats WHERE job_id = $1::bigint)"
+              " UPDATE jobs SET state = 'queued', lease_deadline = NULL WHERE id = $1::bigint"
+            : "WITH bt AS (DELETE FROM lease_beats WHERE job_id = $1::bigint)"
+              " UPDATE jobs SET state = 'done', lease_deadline = NULL, finished_at = now() "
               "WHERE id = $1::bigint", 1, pj, err, errlen) < 0)
         goto fail;
     /* A task fault pauses the campaign with the reason (every worker would
@@ -924,6 +945,7 @@ static int grp_store(kf_db *db, kf_queue_item *it, grp_item *g, int n, char *err
         "    AND j.worker_id = x.worker_id AND j.purpose <> 'verify'"
         "    AND j.lease_token = x.lease_token"
         "  RETURNING j.id, j.attempts, j.candidate_id, j.campaign_id, j.target, j.lease_token),"
+        " bt AS (DELETE FROM lease_beats b USING upd WHERE b.job_id = upd.id),"
         " ins AS (INSERT INTO evaluations (job_id, candidate_id, attempt, worker_id, fencing_token,"
         "  verdict, detail, metrics, candidate_us, baseline_us, speedup, compile_log, is_final,"
         "  cv, speedup_lo, speedup_hi, job_campaign_id, job_target, job_purpose)"
@@ -1070,7 +1092,8 @@ int kf_queue_release(kf_db *db, int64_t job_id, int64_t token, char *err, size_t
     i64s(tok, token);
     const char *p[2] = { job, tok };
     return kf_db_cmd(db,
-        "UPDATE jobs SET state = 'queued', lease_deadline = NULL, attempts = attempts - 1 "
+        "WITH bt AS (DELETE FROM lease_beats WHERE job_id = $1::bigint AND fencing_token = $2::bigint)"
+        " UPDATE jobs SET state = 'queued', lease_deadline = NULL, attempts = attempts - 1 "
         "WHERE id = $1::bigint AND fencing_token = $2::bigint AND state = 'leased'",
         2, p, err, errlen);
 }
@@ -1089,6 +1112,8 @@ int kf_queue_pulse(kf_db *db, double gap_s, int *extended, char *err, size_t err
         " ext AS (UPDATE jobs SET lease_deadline = lease_deadline + prev.gap FROM prev"
         "         WHERE jobs.state = 'leased' AND prev.gap > $1::float8 * interval '1 second'"
         "         RETURNING jobs.id),"
+        " extb AS (UPDATE lease_beats SET deadline = deadline + prev.gap FROM prev"
+        "         WHERE job_id <> 0 AND prev.gap > $1::float8 * interval '1 second'),"
         " upd AS (UPDATE coordinator_pulse SET last_alive = now() WHERE id = 1 RETURNING 1)"
         " SELECT (SELECT count(*) FROM ext), (SELECT extract(epoch FROM gap)::float8 FROM prev),"
         "        (SELECT count(*) FROM upd)", 1, p, err, errlen);
@@ -1107,28 +1132,65 @@ int kf_queue_reap(kf_db *db, int *requeued, int *exhausted, char *err, size_t er
 {
     if (requeued) *requeued = 0;
     if (exhausted) *exhausted = 0;
+    /* The beats first (schema 018). A database crash empties lease_beats,
+     * its marker row (job_id 0) with it: then every leased job gets a beat
+     * of its own lease length from now, not acknowledged (the grace period:
+     * its worker, if alive, heartbeats again within it; if not, the lost
+     * lease does not count as the candidate's attempt), and the marker is
+     * written back. The marker's deadline is the last sweep: every 30 s the
+     * beats of leases that ended without deleting theirs (a campaign
+     * deleted, an operator's edit) go, in one pass over the table. */
+    PGresult *r = kf_db_exec(db,
+        "WITH m AS (SELECT deadline < now() - interval '30 seconds' AS sweep FROM lease_beats WHERE job_id = 0),"
+        " rb AS (INSERT INTO lease_beats (job_id, fencing_token, deadline, acked)"
+        "  SELECT id, fencing_token, now() + GREATEST(lease_deadline - leased_at, interval '0'), false"
+        "  FROM jobs WHERE state = 'leased' AND NOT EXISTS (SELECT 1 FROM m)"
+        "  ON CONFLICT (job_id) DO NOTHING RETURNING 1),"
+        " sw AS (DELETE FROM lease_beats b WHERE b.job_id <> 0 AND (SELECT sweep FROM m)"
+        "  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = b.job_id AND j.state = 'leased'"
+        "                  AND j.fencing_token = b.fencing_token) RETURNING 1),"
+        " mk AS (INSERT INTO lease_beats (job_id, fencing_token, deadline, acked)"
+        "  SELECT 0, 0, now(), false WHERE COALESCE((SELECT sweep FROM m), true)"
+        "  ON CONFLICT (job_id) DO UPDATE SET deadline = now())"
+        " SELECT NOT EXISTS (SELECT 1 FROM m), (SELECT count(*) FROM rb)", 0, NULL, err, errlen);
+    if (!r) return -1;
+    if (strcmp(PQgetvalue(r, 0, 0), "t") == 0 && kf_db_i64(r, 0, 1, 0) > 0)
+        kf_log("lease heartbeats lost (database crash or failover): %s lease(s) given one lease length "
+               "of grace from now", PQgetvalue(r, 0, 1));
+    PQclear(r);
     /* One statement: lock the expired leases (skipping rows a result is
      * being stored for right now), requeue or finish them, and record the
-     * lost attempt as an evaluation owning the expired token. A lease its
-     * worker never acknowledged (no heartbeat: the job's reply was most
-     * likely lost) does not consume an attempt; five such expiries end the
-     * job as infra_error, never as the candidate's runtime_error. */
-    PGresult *r = kf_db_exec(db,
+     * lost attempt as an evaluation owning the expired token. A lease is
+     * expired when both its row's deadline (set when leased) and its
+     * beat's (its heartbeats) have passed; nothing is reaped while the
+     * beats' marker is missing. Its worker acknowledged it when it
+     * heartbeat it (the beat's acked; the row's, from before schema 018).
+     * A lease its worker never acknowledged
+     * (the job's reply was most likely lost) does not consume an attempt;
+     * five such expiries end the job as infra_error, never as the
+     * candidate's runtime_error. A lease heartbeat past its row's deadline
+     * is looked at by every pass (a primary-key probe of lease_beats each)
+     * until it ends. */
+    r = kf_db_exec(db,
         "WITH exp AS ("
-        "  SELECT id FROM jobs WHERE state = 'leased' AND lease_deadline < now()"
-        "  FOR UPDATE SKIP LOCKED),"
+        "  SELECT j.id, j.acked OR COALESCE(b.acked, false) AS acked FROM jobs j"
+        "  LEFT JOIN lease_beats b ON b.job_id = j.id AND b.fencing_token = j.fencing_token"
+        "  WHERE j.state = 'leased' AND j.lease_deadline < now() AND (b.deadline IS NULL OR b.deadline < now())"
+        "    AND EXISTS (SELECT 1 FROM lease_beats mk WHERE mk.job_id = 0)"
+        "  FOR UPDATE OF j SKIP LOCKED),"
         " upd AS ("
-        "  UPDATE jobs j SET lease_deadline = NULL,"
-        "    lost = j.lost + CASE WHEN j.acked THEN 1 ELSE 0 END,"
-        "    unacked_lost = j.unacked_lost + CASE WHEN j.acked THEN 0 ELSE 1 END,"
-        "    attempts = j.attempts - CASE WHEN j.acked THEN 0 ELSE 1 END,"
-        "    state = CASE WHEN (j.acked AND j.attempts >= j.max_attempts) OR"
-        "                      (NOT j.acked AND j.unacked_lost + 1 >= 5) THEN 'done' ELSE 'queued' END,"
-        "    finished_at = CASE WHEN (j.acked AND j.attempts >= j.max_attempts) OR"
-        "                            (NOT j.acked AND j.unacked_lost + 1 >= 5) THEN now() END"
+        "  UPDATE jobs j SET lease_deadline = NULL, acked = exp.acked,"
+        "    lost = j.lost + CASE WHEN exp.acked THEN 1 ELSE 0 END,"
+        "    unacked_lost = j.unacked_lost + CASE WHEN exp.acked THEN 0 ELSE 1 END,"
+        "    attempts = j.attempts - CASE WHEN exp.acked THEN 0 ELSE 1 END,"
+        "    state = CASE WHEN (exp.acked AND j.attempts >= j.max_attempts) OR"
+        "                      (NOT exp.acked AND j.unacked_lost + 1 >= 5) THEN 'done' ELSE 'queued' END,"
+        "    finished_at = CASE WHEN (exp.acked AND j.attempts >= j.max_attempts) OR"
+        "                            (NOT exp.acked AND j.unacked_lost + 1 >= 5) THEN now() END"
         "  FROM exp WHERE j.id = exp.id"
         "  RETURNING j.id, j.candidate_id, j.attempts, j.lost, j.worker_id, j.fencing_token,"
         "    j.state, j.acked, j.unacked_lost, j.campaign_id, j.target, j.purpose),"
+        " bt AS (DELETE FROM lease_beats b USING upd WHERE b.job_id = upd.id),"
         /* their counts in campaign_counts (schema 006) */
         " cnt AS (INSERT INTO campaign_counts (campaign_id, what, target, purpose, verdict, is_final, n)"
         "  SELECT campaign_id, 'evaluation', target, purpose,"
@@ -1152,15 +1214,15 @@ int kf_queue_reap(kf_db *db, int *requeued, int *exhausted, char *err, size_t er
         "        ELSE format('lost %s workers while evaluating (lease expired on %s of %s"
         " attempts, the others ended in infra_error)', lost, lost, attempts) END,"
         "   state = 'done', campaign_id, target, purpose"
-        " FROM upd RETURNING job_id, is_final, worker_id, attempt",
+        " FROM upd RETURNING job_id, is_final, worker_id, attempt, verdict",
         0, NULL, err, errlen);
     if (!r) return -1;
     for (int i = 0; i < PQntuples(r); i++) {
         int fin = strcmp(PQgetvalue(r, i, 1), "t") == 0;
         if (fin) {
             if (exhausted) (*exhausted)++;
-            kf_log("job %s: lease of worker %s expired, attempts exhausted (%s): runtime_error",
-                   PQgetvalue(r, i, 0), PQgetvalue(r, i, 2), PQgetvalue(r, i, 3));
+            kf_log("job %s: lease of worker %s expired, attempts exhausted (%s): %s",
+                   PQgetvalue(r, i, 0), PQgetvalue(r, i, 2), PQgetvalue(r, i, 3), PQgetvalue(r, i, 4));
         } else {
             if (requeued) (*requeued)++;
             kf_log("job %s: lease of worker %s expired, requeued (attempt %s)",

@@ -166,10 +166,13 @@ static void part_library(const char *conninfo)
     CHECK(hb[0].alive && !hb[1].alive && hb[2].alive && !hb[8].alive && !hb[9].alive && !hb[10].alive &&
           hb[4].alive && hb[11].alive,
           "the refused ones: wrong token, another worker's, stale, malformed; the twice-named alive");
-    CHECK(q1(db, "SELECT count(*) FROM jobs WHERE worker_id = 'wa' AND acked"
-                 " AND lease_deadline > now() + interval '20 seconds'") == 7,
-          "7 leases pushed to now + lease");
-    CHECK(q1(db, "SELECT count(*) FROM jobs WHERE worker_id = 'wb' AND acked") == 0,
+    CHECK(q1(db, "SELECT count(*) FROM jobs j JOIN lease_beats b ON b.job_id = j.id"
+                 " AND b.fencing_token = j.fencing_token WHERE j.worker_id = 'wa' AND b.acked"
+                 " AND b.deadline > now() + interval '20 seconds'") == 7,
+          "7 leases pushed to now + lease (their beats, schema 018)");
+    CHECK(q1(db, "SELECT count(*) FROM jobs WHERE worker_id = 'wa' AND lease_deadline > now() + interval '2 seconds'")
+              == 0, "the jobs' rows not written by the heartbeat");
+    CHECK(q1(db, "SELECT count(*) FROM jobs j JOIN lease_beats b ON b.job_id = j.id WHERE j.worker_id = 'wb'") == 0,
           "wb's leases untouched");
 
     /* group commit: good, stale, guessed, another worker's, bad verdict,
@@ -463,9 +466,12 @@ static void part_server(const char *conninfo)
     CHECK(hr && hr->n_cancel_jobs == 1 && hr->cancel_jobs[0] == rb->job->job_id,
           "the other worker's lease named in cancel_jobs (%zu)", hr ? hr->n_cancel_jobs : 0);
     if (hr) kfarm__reply__free_unpacked(hr, NULL);
-    CHECK(q1(db, "SELECT count(*) FROM jobs WHERE state = 'leased' AND worker_id = 'multi-1' AND acked") == 5,
+    CHECK(q1(db, "SELECT count(*) FROM jobs j JOIN lease_beats b ON b.job_id = j.id"
+                 " AND b.fencing_token = j.fencing_token WHERE j.state = 'leased'"
+                 " AND j.worker_id = 'multi-1' AND b.acked") == 5,
           "all 5 acknowledged by the one heartbeat");
-    CHECK(q1(db, "SELECT count(*) FROM jobs WHERE worker_id = 'multi-2' AND acked") == 0,
+    CHECK(q1(db, "SELECT count(*) FROM jobs j JOIN lease_beats b ON b.job_id = j.id"
+                 " WHERE j.worker_id = 'multi-2'") == 0,
           "multi-2's lease not touched by multi-1's heartbeat");
 
     /* results at the same time from the three workers, one of them stale;
