@@ -1154,7 +1154,7 @@ int kf_queue_reap(kf_db *db, int *requeued, int *exhausted, char *err, size_t er
         "  ON CONFLICT (job_id) DO UPDATE SET deadline = now())"
         " SELECT NOT EXISTS (SELECT 1 FROM m), (SELECT count(*) FROM rb)", 0, NULL, err, errlen);
     if (!r) return -1;
-    if (strcmp(PQgetvalue(r, 0, 0), "t") == 0 && kf_db_i64(r, 0, 1, 0) > 0)
+    if (strcmp(PQgetvalue(r, 0, 0), "t") == 0)
         kf_log("lease heartbeats lost (database crash or failover): %s lease(s) given one lease length "
                "of grace from now", PQgetvalue(r, 0, 1));
     PQclear(r);

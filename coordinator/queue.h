@@ -17,6 +17,8 @@
  * token (the secret, RAND_bytes); heartbeats and results must come from the
  * worker holding the lease and carry both, the token compared in constant
  * time (CRYPTO_memcmp), so a lease cannot be guessed or taken over.
+ * Heartbeats extend a lease in lease_beats (schema 018: unlogged, rebuilt
+ * with a grace period after a database crash), never in the job's row.
  * A lease that expires is recorded as an evaluation (reported = false) that
  * owns its token, so a late result with that token is refused as STALE.
  *
@@ -148,8 +150,10 @@ kf_queue_status kf_queue_lease_floors(kf_db *db, const kf_queue_config *cfg, kf_
                                       const char *worker_id, const char *const *classes, int n, int max,
                                       kf_lease *out, int *got, PGresult **payload, char *err, size_t errlen);
 
-/* Extend the lease of (job, token) to now + lease_ms. KF_Q_OK, KF_Q_STALE,
- * or KF_Q_ERROR. */
+/* Extend the lease of (job, token) to now + lease_ms and mark it
+ * acknowledged: its beat in lease_beats (schema 018, unlogged); the job's
+ * row is only read. KF_Q_OK, KF_Q_STALE, KF_Q_REJECTED (another worker's,
+ * wrong lease token) or KF_Q_ERROR. */
 kf_queue_status kf_queue_heartbeat(kf_db *db, const kf_queue_config *cfg, const char *worker_id,
                                    int64_t job_id, int64_t token, const uint8_t *lease_token,
                                    size_t lease_token_len, char *err, size_t errlen);
@@ -233,9 +237,14 @@ int kf_queue_release(kf_db *db, int64_t job_id, int64_t token, char *err, size_t
  * Returns 0 or -1 with reason. */
 int kf_queue_pulse(kf_db *db, double gap_s, int *extended, char *err, size_t errlen);
 
-/* Return expired leases to the queue, or finish jobs whose attempts are
- * exhausted with a final runtime_error. Counts are optional outputs.
- * Returns 0 or -1 with reason. */
+/* Return expired leases (their row's and their beat's deadline passed) to
+ * the queue, or finish jobs whose attempts are exhausted with a final
+ * runtime_error (infra_error when never acknowledged). First, when a
+ * database crash emptied lease_beats (its marker row is gone), every leased
+ * job gets a beat of one lease length from now, unacknowledged (the grace
+ * period), and nothing is reaped before; every 30 s, beats of leases that
+ * ended elsewhere are swept. Counts are optional outputs. Returns 0 or -1
+ * with reason. */
 int kf_queue_reap(kf_db *db, int *requeued, int *exhausted, char *err, size_t errlen);
 
 /* Register (or re-register) a worker. devices_json is a JSON array (NULL:
