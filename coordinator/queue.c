@@ -1165,12 +1165,11 @@ int kf_queue_reap(kf_db *db, int *requeued, int *exhausted, char *err, size_t er
      * beat's (its heartbeats) have passed; nothing is reaped while the
      * beats' marker is missing. Its worker acknowledged it when it
      * heartbeat it (the beat's acked; the row's, from before schema 018).
-     * A lease its worker never acknowledged
-     * (the job's reply was most likely lost) does not consume an attempt;
-     * five such expiries end the job as infra_error, never as the
-     * candidate's runtime_error. A lease heartbeat past its row's deadline
-     * is looked at by every pass (a primary-key probe of lease_beats each)
-     * until it ends. */
+     * A lease its worker never acknowledged (the job's reply was most
+     * likely lost) does not consume an attempt; five such expiries end the
+     * job as infra_error, never as the candidate's runtime_error. A lease
+     * heartbeat past its row's deadline is looked at by every pass (a
+     * primary-key probe of lease_beats each) until it ends. */
     r = kf_db_exec(db,
         "WITH exp AS ("
         "  SELECT j.id, j.acked OR COALESCE(b.acked, false) AS acked FROM jobs j"

@@ -11,10 +11,11 @@
 -- its result together.
 --
 -- The heartbeat now writes only here: an UNLOGGED table (no WAL, no flush)
--- whose one index does not cover the deadline, so an extension is a HOT
--- update. A lease is alive while the later of its row's deadline (set when
--- it was leased) and its beat's deadline (same fencing token) is ahead;
--- `acked` (the worker got the lease: its first heartbeat) lives here too.
+-- whose one index does not cover the deadline, and whose pages are kept
+-- half empty, so an extension is a HOT update. A lease is alive while the
+-- later of its row's deadline (set when it was leased) and its beat's
+-- deadline (same fencing token) is ahead; `acked` (the worker got the
+-- lease: its first heartbeat) lives here too.
 --
 -- PostgreSQL empties an unlogged table in crash recovery (and a standby
 -- has none). The row job_id = 0 is the marker that the table survived:
@@ -30,5 +31,5 @@ CREATE UNLOGGED TABLE lease_beats (
     fencing_token bigint NOT NULL,      -- the lease it extends (jobs.fencing_token)
     deadline      timestamptz NOT NULL, -- alive until then
     acked         boolean NOT NULL DEFAULT true -- the worker heartbeat this lease
-);
+) WITH (fillfactor = 50); -- room on each page for the next version of its rows (HOT)
 INSERT INTO lease_beats (job_id, fencing_token, deadline, acked) VALUES (0, 0, now(), false);
