@@ -650,6 +650,19 @@ int kf_db_schema_drift(kf_db *db, char *msg, size_t msglen, char *err, size_t er
     return drift;
 }
 
+int kf_db_schema_latest(char *err, size_t errlen)
+{
+    migration m[KF_DB_MAX_EMBEDDED];
+    int n = load_migrations(m, KF_DB_MAX_EMBEDDED, err, errlen);
+    if (n < 0) return -1;
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (m[i].version > v) v = m[i].version;
+        free(m[i].sql);
+    }
+    return v;
+}
+
 int kf_db_migrate(kf_db *db, int *applied, char *err, size_t errlen)
 {
     migration m[KF_DB_MAX_EMBEDDED];

@@ -98,6 +98,13 @@ int kf_db_schema_drift(kf_db *db, char *msg, size_t msglen, char *err, size_t er
 /* Highest applied migration version (0 if none), or -1 on error. */
 int kf_db_schema_version(kf_db *db, char *err, size_t errlen);
 
+/* Highest migration version this build carries (embedded, or
+ * $KFARM_SCHEMA_DIR's), or -1 with err. A database whose schema is newer
+ * was migrated by a newer build, whose statements may mean something this
+ * one's do not (018: heartbeats no longer write jobs.lease_deadline, so an
+ * older reaper would requeue every heartbeat lease). */
+int kf_db_schema_latest(char *err, size_t errlen);
+
 /* Helpers for result fields: NULL-aware conversions (default when NULL). */
 int64_t kf_db_i64(const PGresult *r, int row, int col, int64_t dflt);
 double kf_db_f64(const PGresult *r, int row, int col, double dflt);

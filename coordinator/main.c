@@ -199,6 +199,17 @@ int main(int argc, char **argv)
         sleep(2);
     }
     if (!db) return 1;
+    /* a schema newer than this build's: migrated by a newer coordinator,
+     * whose statements this one's may contradict (schema 018 and the
+     * reaper): refuse rather than serve beside it */
+    int have = kf_db_schema_version(db, err, sizeof(err)), latest = kf_db_schema_latest(err, sizeof(err));
+    if (have > 0 && latest > 0 && have > latest) {
+        kf_log("the database's schema is at version %d, newer than this build's %d: it was migrated by a "
+               "newer kfarm-coordinator; run that version (every coordinator of one database must be)",
+               have, latest);
+        kf_db_close(db);
+        return 1;
+    }
     if (migrate) {
         int applied = 0;
         if (kf_db_migrate(db, &applied, err, sizeof(err)) < 0) {
@@ -283,7 +294,7 @@ int main(int argc, char **argv)
         /* the pulse first: leases are pushed back by any outage before the
          * reaper looks at them */
         if (kf_queue_pulse(db, 3.0, NULL, err, sizeof(err)) < 0) kf_log("pulse: %s", err);
-        else if (kf_queue_reap(db, NULL, NULL, err, sizeof(err)) < 0) kf_log("reaper: %s", err);
+        else if (kf_queue_reap(db, &cfg.queue, NULL, NULL, err, sizeof(err)) < 0) kf_log("reaper: %s", err);
         if (kf_campaign_tick(db, err, sizeof(err)) < 0) kf_log("campaigns: %s", err);
         if (kf_campaign_compact_counts(db, NULL, err, sizeof(err)) < 0) kf_log("campaign counts: %s", err);
     }

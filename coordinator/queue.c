@@ -51,15 +51,20 @@ static void i64s(char buf[24], int64_t v) { snprintf(buf, 24, "%lld", (long long
     "                      AND e2.worker_id = w.id AND e2.verdict = 'infra_error'" \
     "                      AND e2.reported)))"
 
-/* The beat of each row of CTE `rows` (id, fencing_token: current leases
- * whose holder just heartbeat them): alive until now + $5 ms, acknowledged
- * (schema 018). A ", b AS (...)" to append to a WITH list; data-modifying,
- * so it runs whether or not the statement reads it. */
+/* The beat of each row of CTE `rows` (id, fencing_token, acked: current
+ * leases whose holder just heartbeat them): alive until now + $5 ms
+ * (schema 018); and, for a lease's first heartbeat only, its job's row
+ * marked acknowledged (durable: it decides whether a lost lease is an
+ * attempt, and must survive a crash that empties lease_beats). Two
+ * ", name AS (...)" to append to a WITH list; data-modifying, so they run
+ * whether or not the statement reads them. */
 #define KF_QUEUE_BEAT(rows) \
-    ", b AS (INSERT INTO lease_beats (job_id, fencing_token, deadline, acked)" \
-    "  SELECT id, fencing_token, now() + $5::bigint * interval '1 millisecond', true FROM " rows \
+    ", ack AS (UPDATE jobs SET acked = true FROM " rows " r WHERE jobs.id = r.id AND NOT r.acked" \
+    "  AND jobs.fencing_token = r.fencing_token AND NOT jobs.acked)" \
+    ", b AS (INSERT INTO lease_beats (job_id, fencing_token, deadline)" \
+    "  SELECT id, fencing_token, now() + $5::bigint * interval '1 millisecond' FROM " rows \
     "  ON CONFLICT (job_id) DO UPDATE SET fencing_token = EXCLUDED.fencing_token," \
-    "    deadline = EXCLUDED.deadline, acked = true)"
+    "    deadline = EXCLUDED.deadline)"
 
 kf_queue_status kf_queue_lease(kf_db *db, const kf_queue_config *cfg, const char *worker_id,
                                const char *const *classes, int n, kf_lease *out,
@@ -393,9 +398,13 @@ kf_queue_status kf_queue_heartbeat(kf_db *db, const kf_queue_config *cfg, const 
     kf_wire_hex(lease_token, KF_QUEUE_TOKEN_LEN, tokhex);
     /* One statement in the common case: extend the lease when it is current,
      * this worker's and its token matches, and refresh the worker's
-     * last_seen at most every 2 s. The extension and the acknowledgement
-     * are written to lease_beats (schema 018: unlogged, a HOT update), not
-     * to the job's row: the row is only read. The token is compared through
+     * last_seen at most every 2 s. The extension is written to lease_beats
+     * (schema 018: unlogged, a HOT update), not to the job's row, which only
+     * a lease's first heartbeat writes (acked, KF_QUEUE_BEAT). A heartbeat
+     * does not lock the row: one that arrives while the reaper is taking
+     * the lease (both deadlines already passed) is answered OK, and the
+     * worker learns at its next heartbeat or result (STALE), as if the
+     * heartbeat had come a moment later. The token is compared through
      * SHA-256 of both sides: a comparison that stops at the first differing
      * byte then tells a guesser nothing about the token's bytes. The state
      * test is written "IS TRUE" so that no plan reaches the row through the
@@ -407,7 +416,7 @@ kf_queue_status kf_queue_heartbeat(kf_db *db, const kf_queue_config *cfg, const 
     PGresult *r = kf_db_exec(db,
         "WITH w AS (UPDATE workers SET last_seen = now() WHERE id = $3"
         "           AND last_seen < now() - interval '2 seconds' RETURNING 1),"
-        " j AS (SELECT id, fencing_token FROM jobs"
+        " j AS (SELECT id, fencing_token, acked FROM jobs"
         "  WHERE id = $1::bigint AND fencing_token = $2::bigint AND (state = 'leased') IS TRUE AND worker_id = $3"
         "   AND sha256(lease_token) = sha256(decode($4, 'hex')))"
         " " KF_QUEUE_BEAT("j")
@@ -472,7 +481,7 @@ int kf_queue_heartbeat_many(kf_db *db, const kf_queue_config *cfg, const char *w
     PGresult *r = kf_db_exec(db,
         "WITH w AS (UPDATE workers SET last_seen = now() WHERE id = $1"
         "           AND last_seen < now() - interval '2 seconds' RETURNING 1),"
-        " j AS (SELECT DISTINCT ON (jobs.id) jobs.id, jobs.fencing_token, q.i FROM jobs"
+        " j AS (SELECT DISTINCT ON (jobs.id) jobs.id, jobs.fencing_token, jobs.acked, q.i FROM jobs"
         "  JOIN unnest($2::bigint[], $3::bigint[], $4::text[]) WITH ORDINALITY AS q(job, tok, lt, i)"
         "   ON jobs.id = q.job AND jobs.fencing_token = q.tok AND (jobs.state = 'leased') IS TRUE"
         "   AND jobs.worker_id = $1 AND sha256(jobs.lease_token) = sha256(decode(q.lt, 'hex'))"
@@ -1128,31 +1137,36 @@ int kf_queue_pulse(kf_db *db, double gap_s, int *extended, char *err, size_t err
     return 0;
 }
 
-int kf_queue_reap(kf_db *db, int *requeued, int *exhausted, char *err, size_t errlen)
+int kf_queue_reap(kf_db *db, const kf_queue_config *cfg, int *requeued, int *exhausted, char *err,
+                  size_t errlen)
 {
     if (requeued) *requeued = 0;
     if (exhausted) *exhausted = 0;
     /* The beats first (schema 018). A database crash empties lease_beats,
      * its marker row (job_id 0) with it: then every leased job gets a beat
-     * of its own lease length from now, not acknowledged (the grace period:
-     * its worker, if alive, heartbeats again within it; if not, the lost
-     * lease does not count as the candidate's attempt), and the marker is
+     * of one lease length (cfg->lease_ms) from now -- the grace period: its
+     * worker, if alive, heartbeats again within it -- and the marker is
      * written back. The marker's deadline is the last sweep: every 30 s the
-     * beats of leases that ended without deleting theirs (a campaign
-     * deleted, an operator's edit) go, in one pass over the table. */
+     * expired beats of leases that ended without deleting theirs (a
+     * campaign deleted, an operator's edit) go, in one pass over the table
+     * (expired only: a sweep that met a beat a new lease of the same job
+     * had just written would otherwise delete it on its stale check). */
+    char lease[24];
+    i64s(lease, cfg->lease_ms);
+    const char *pl[1] = { lease };
     PGresult *r = kf_db_exec(db,
         "WITH m AS (SELECT deadline < now() - interval '30 seconds' AS sweep FROM lease_beats WHERE job_id = 0),"
-        " rb AS (INSERT INTO lease_beats (job_id, fencing_token, deadline, acked)"
-        "  SELECT id, fencing_token, now() + GREATEST(lease_deadline - leased_at, interval '0'), false"
+        " rb AS (INSERT INTO lease_beats (job_id, fencing_token, deadline)"
+        "  SELECT id, fencing_token, now() + $1::bigint * interval '1 millisecond'"
         "  FROM jobs WHERE state = 'leased' AND NOT EXISTS (SELECT 1 FROM m)"
         "  ON CONFLICT (job_id) DO NOTHING RETURNING 1),"
-        " sw AS (DELETE FROM lease_beats b WHERE b.job_id <> 0 AND (SELECT sweep FROM m)"
+        " sw AS (DELETE FROM lease_beats b WHERE b.job_id <> 0 AND (SELECT sweep FROM m) AND b.deadline < now()"
         "  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = b.job_id AND j.state = 'leased'"
         "                  AND j.fencing_token = b.fencing_token) RETURNING 1),"
-        " mk AS (INSERT INTO lease_beats (job_id, fencing_token, deadline, acked)"
-        "  SELECT 0, 0, now(), false WHERE COALESCE((SELECT sweep FROM m), true)"
+        " mk AS (INSERT INTO lease_beats (job_id, fencing_token, deadline)"
+        "  SELECT 0, 0, now() WHERE COALESCE((SELECT sweep FROM m), true)"
         "  ON CONFLICT (job_id) DO UPDATE SET deadline = now())"
-        " SELECT NOT EXISTS (SELECT 1 FROM m), (SELECT count(*) FROM rb)", 0, NULL, err, errlen);
+        " SELECT NOT EXISTS (SELECT 1 FROM m), (SELECT count(*) FROM rb)", 1, pl, err, errlen);
     if (!r) return -1;
     if (strcmp(PQgetvalue(r, 0, 0), "t") == 0)
         kf_log("lease heartbeats lost (database crash or failover): %s lease(s) given one lease length "
@@ -1164,28 +1178,27 @@ int kf_queue_reap(kf_db *db, int *requeued, int *exhausted, char *err, size_t er
      * expired when both its row's deadline (set when leased) and its
      * beat's (its heartbeats) have passed; nothing is reaped while the
      * beats' marker is missing. Its worker acknowledged it when it
-     * heartbeat it (the beat's acked; the row's, from before schema 018).
-     * A lease its worker never acknowledged (the job's reply was most
+     * heartbeat it (jobs.acked). A lease its worker never acknowledged (the job's reply was most
      * likely lost) does not consume an attempt; five such expiries end the
      * job as infra_error, never as the candidate's runtime_error. A lease
      * heartbeat past its row's deadline is looked at by every pass (a
      * primary-key probe of lease_beats each) until it ends. */
     r = kf_db_exec(db,
         "WITH exp AS ("
-        "  SELECT j.id, j.acked OR COALESCE(b.acked, false) AS acked FROM jobs j"
+        "  SELECT j.id FROM jobs j"
         "  LEFT JOIN lease_beats b ON b.job_id = j.id AND b.fencing_token = j.fencing_token"
         "  WHERE j.state = 'leased' AND j.lease_deadline < now() AND (b.deadline IS NULL OR b.deadline < now())"
         "    AND EXISTS (SELECT 1 FROM lease_beats mk WHERE mk.job_id = 0)"
         "  FOR UPDATE OF j SKIP LOCKED),"
         " upd AS ("
-        "  UPDATE jobs j SET lease_deadline = NULL, acked = exp.acked,"
-        "    lost = j.lost + CASE WHEN exp.acked THEN 1 ELSE 0 END,"
-        "    unacked_lost = j.unacked_lost + CASE WHEN exp.acked THEN 0 ELSE 1 END,"
-        "    attempts = j.attempts - CASE WHEN exp.acked THEN 0 ELSE 1 END,"
-        "    state = CASE WHEN (exp.acked AND j.attempts >= j.max_attempts) OR"
-        "                      (NOT exp.acked AND j.unacked_lost + 1 >= 5) THEN 'done' ELSE 'queued' END,"
-        "    finished_at = CASE WHEN (exp.acked AND j.attempts >= j.max_attempts) OR"
-        "                            (NOT exp.acked AND j.unacked_lost + 1 >= 5) THEN now() END"
+        "  UPDATE jobs j SET lease_deadline = NULL,"
+        "    lost = j.lost + CASE WHEN j.acked THEN 1 ELSE 0 END,"
+        "    unacked_lost = j.unacked_lost + CASE WHEN j.acked THEN 0 ELSE 1 END,"
+        "    attempts = j.attempts - CASE WHEN j.acked THEN 0 ELSE 1 END,"
+        "    state = CASE WHEN (j.acked AND j.attempts >= j.max_attempts) OR"
+        "                      (NOT j.acked AND j.unacked_lost + 1 >= 5) THEN 'done' ELSE 'queued' END,"
+        "    finished_at = CASE WHEN (j.acked AND j.attempts >= j.max_attempts) OR"
+        "                            (NOT j.acked AND j.unacked_lost + 1 >= 5) THEN now() END"
         "  FROM exp WHERE j.id = exp.id"
         "  RETURNING j.id, j.candidate_id, j.attempts, j.lost, j.worker_id, j.fencing_token,"
         "    j.state, j.acked, j.unacked_lost, j.campaign_id, j.target, j.purpose),"

@@ -150,9 +150,9 @@ kf_queue_status kf_queue_lease_floors(kf_db *db, const kf_queue_config *cfg, kf_
                                       const char *worker_id, const char *const *classes, int n, int max,
                                       kf_lease *out, int *got, PGresult **payload, char *err, size_t errlen);
 
-/* Extend the lease of (job, token) to now + lease_ms and mark it
- * acknowledged: its beat in lease_beats (schema 018, unlogged); the job's
- * row is only read. KF_Q_OK, KF_Q_STALE, KF_Q_REJECTED (another worker's,
+/* Extend the lease of (job, token) to now + lease_ms: its beat in
+ * lease_beats (schema 018, unlogged); the job's row is written only by a
+ * lease's first heartbeat (acknowledged). KF_Q_OK, KF_Q_STALE, KF_Q_REJECTED (another worker's,
  * wrong lease token) or KF_Q_ERROR. */
 kf_queue_status kf_queue_heartbeat(kf_db *db, const kf_queue_config *cfg, const char *worker_id,
                                    int64_t job_id, int64_t token, const uint8_t *lease_token,
@@ -241,11 +241,12 @@ int kf_queue_pulse(kf_db *db, double gap_s, int *extended, char *err, size_t err
  * the queue, or finish jobs whose attempts are exhausted with a final
  * runtime_error (infra_error when never acknowledged). First, when a
  * database crash emptied lease_beats (its marker row is gone), every leased
- * job gets a beat of one lease length from now, unacknowledged (the grace
- * period), and nothing is reaped before; every 30 s, beats of leases that
- * ended elsewhere are swept. Counts are optional outputs. Returns 0 or -1
- * with reason. */
-int kf_queue_reap(kf_db *db, int *requeued, int *exhausted, char *err, size_t errlen);
+ * job gets a beat of one lease length (cfg->lease_ms) from now (the grace
+ * period), and nothing is reaped before; every 30 s, expired beats of
+ * leases that ended elsewhere are swept. Counts are optional outputs.
+ * Returns 0 or -1 with reason. */
+int kf_queue_reap(kf_db *db, const kf_queue_config *cfg, int *requeued, int *exhausted, char *err,
+                  size_t errlen);
 
 /* Register (or re-register) a worker. devices_json is a JSON array (NULL:
  * []). Returns 0 or -1 with reason. */

@@ -233,7 +233,7 @@ int main(void)
           KF_Q_OK, "wB acknowledges its lease: %s", err);
     expire_all(db); /* lb expires */
     int rq = 0, ex = 0;
-    CHECK(kf_queue_reap(db, &rq, &ex, err, sizeof(err)) == 0, "%s", err);
+    CHECK(kf_queue_reap(db, &qc, &rq, &ex, err, sizeof(err)) == 0, "%s", err);
     CHECK(rq == 1 && ex == 0, "reap requeued %d exhausted %d", rq, ex);
     snprintf(sql, sizeof(sql), "SELECT count(*) FROM evaluations WHERE job_id = %lld AND "
              "NOT is_final AND verdict = 'infra_error' AND NOT reported", (long long)lb.job_id);
@@ -263,7 +263,7 @@ int main(void)
         CHECK(kf_queue_heartbeat(db, &qc, "wDie", lx.job_id, lx.fencing_token, lx.lease_token, 16, err,
                                  sizeof(err)) == KF_Q_OK, "acknowledged: %s", err);
         expire_all(db);
-        CHECK(kf_queue_reap(db, &rq, &ex, err, sizeof(err)) == 0, "%s", err);
+        CHECK(kf_queue_reap(db, &qc, &rq, &ex, err, sizeof(err)) == 0, "%s", err);
     }
     CHECK(ex == 1, "third expiry exhausts (exhausted %d)", ex);
     snprintf(sql, sizeof(sql), "SELECT count(*) FROM evaluations WHERE job_id = %lld AND is_final "
@@ -288,7 +288,7 @@ int main(void)
             snprintf(sql, sizeof(sql), "UPDATE jobs SET lease_deadline = now() - interval '1 second' WHERE id = %lld",
                      (long long)lu.job_id);
             exec_ok(db, sql);
-            CHECK(kf_queue_reap(db, &rq, &ex, err, sizeof(err)) == 0, "%s", err);
+            CHECK(kf_queue_reap(db, &qc, &rq, &ex, err, sizeof(err)) == 0, "%s", err);
         }
         CHECK(ex == 1, "the fifth unacknowledged expiry ends the job (exhausted %d)", ex);
         snprintf(sql, sizeof(sql), "SELECT count(*) FROM evaluations WHERE job_id = %lld AND is_final "
@@ -299,82 +299,95 @@ int main(void)
         CHECK(q1(db, sql) == 0, "never a runtime_error for lost replies");
     }
 
-    /* ---- heartbeats in lease_beats (schema 018): the job row is not
-     *      written; a lease lives while its row's or its beat's deadline
-     *      is ahead; a database crash (the table emptied) gives every lease
-     *      one lease length of grace, unacknowledged; stale beats are swept.
-     *      Only this block's leases are expired (others are used below). ---- */
+    /* ---- heartbeats in lease_beats (schema 018): only a lease's first
+     *      heartbeat writes the job's row (acknowledged, durable); a lease
+     *      lives while its row's or its beat's deadline is ahead; a database
+     *      crash (the table emptied) gives every lease one lease length of
+     *      grace, and an acknowledged lease lost in it is still an attempt;
+     *      expired stale beats are swept. Only this block's leases are
+     *      expired (others are used below). ---- */
     {
         kf_lease lh, lg;
         char ids[64];
         CHECK(kf_queue_lease(db, &qc, "wBeat", cls, 1, &lh, err, sizeof(err)) == KF_Q_OK, "%s", err);
         CHECK(kf_queue_lease(db, &qc, "wBeat2", cls, 1, &lg, err, sizeof(err)) == KF_Q_OK, "%s", err);
+        CHECK(kf_queue_heartbeat(db, &qc, "wBeat", lh.job_id, lh.fencing_token, lh.lease_token, 16, err,
+                                 sizeof(err)) == KF_Q_OK, "first heartbeat: %s", err);
+        snprintf(sql, sizeof(sql), "SELECT count(*) FROM jobs WHERE id = %lld AND acked", (long long)lh.job_id);
+        CHECK(q1(db, sql) == 1, "the first heartbeat acknowledged the lease in the job's row");
         snprintf(sql, sizeof(sql), "SELECT xmin::text::bigint FROM jobs WHERE id = %lld", (long long)lh.job_id);
         long long xmin0 = q1(db, sql);
         CHECK(kf_queue_heartbeat(db, &qc, "wBeat", lh.job_id, lh.fencing_token, lh.lease_token, 16, err,
-                                 sizeof(err)) == KF_Q_OK, "heartbeat: %s", err);
-        CHECK(q1(db, sql) == xmin0, "the heartbeat left the job's row as it was (no new row version)");
+                                 sizeof(err)) == KF_Q_OK, "second heartbeat: %s", err);
+        CHECK(q1(db, sql) == xmin0, "the second heartbeat left the job's row as it was (no new row version)");
         snprintf(sql, sizeof(sql), "SELECT count(*) FROM lease_beats WHERE job_id = %lld AND fencing_token = %lld"
-                 " AND acked AND deadline > now() + interval '20 seconds'", (long long)lh.job_id,
-                 (long long)lh.fencing_token);
-        CHECK(q1(db, sql) == 1, "the beat: acknowledged, alive for a lease length");
-        /* both rows' deadlines pass (leased a minute ago, for 30 s); only
-         * lh's beat is ahead: lg is reaped, lh lives */
+                 " AND deadline > now() + interval '20 seconds'", (long long)lh.job_id, (long long)lh.fencing_token);
+        CHECK(q1(db, sql) == 1, "the beat: alive for a lease length");
+        /* both rows' deadlines pass; only lh's beat is ahead: lg is
+         * reaped, lh lives */
         snprintf(ids, sizeof(ids), "(%lld, %lld)", (long long)lh.job_id, (long long)lg.job_id);
-        snprintf(sql, sizeof(sql), "UPDATE jobs SET leased_at = now() - interval '60 seconds',"
-                 " lease_deadline = now() - interval '30 seconds' WHERE id IN %s", ids);
+        snprintf(sql, sizeof(sql), "UPDATE jobs SET lease_deadline = now() - interval '30 seconds' WHERE id IN %s", ids);
         exec_ok(db, sql);
-        CHECK(kf_queue_reap(db, &rq, &ex, err, sizeof(err)) == 0 && rq == 1 && ex == 0,
+        CHECK(kf_queue_reap(db, &qc, &rq, &ex, err, sizeof(err)) == 0 && rq == 1 && ex == 0,
               "the lease never heartbeat expires (requeued %d, exhausted %d: %s)", rq, ex, err);
-        snprintf(sql, sizeof(sql), "SELECT count(*) FROM jobs WHERE id IN %s AND state = 'leased'", ids);
-        CHECK(q1(db, sql) == 1, "one of the two still leased");
         snprintf(sql, sizeof(sql), "SELECT count(*) FROM jobs WHERE id = %lld AND state = 'leased'",
                  (long long)lh.job_id);
         CHECK(q1(db, sql) == 1, "the heartbeat lease is the one still leased");
-        /* a crash empties the table (TRUNCATE stands for crash recovery) */
+        /* a crash empties the table (TRUNCATE stands for crash recovery),
+         * after outages the pulse added to the row's deadline (two hours):
+         * the grace is one lease length all the same */
+        snprintf(sql, sizeof(sql), "UPDATE jobs SET leased_at = now() - interval '2 hours',"
+                 " lease_deadline = now() - interval '1 second' WHERE id = %lld", (long long)lh.job_id);
+        exec_ok(db, sql);
         exec_ok(db, "TRUNCATE lease_beats");
-        CHECK(kf_queue_reap(db, &rq, &ex, err, sizeof(err)) == 0 && rq == 0 && ex == 0,
+        CHECK(kf_queue_reap(db, &qc, &rq, &ex, err, sizeof(err)) == 0 && rq == 0 && ex == 0,
               "no lease reaped while the beats are rebuilt (requeued %d: %s)", rq, err);
-        snprintf(sql, sizeof(sql), "SELECT count(*) FROM lease_beats WHERE job_id = %lld AND NOT acked"
-                 " AND deadline > now() + interval '20 seconds'", (long long)lh.job_id);
-        CHECK(q1(db, sql) == 1, "rebuilt: one lease length (30 s) of grace, not acknowledged");
+        snprintf(sql, sizeof(sql), "SELECT count(*) FROM lease_beats WHERE job_id = %lld"
+                 " AND deadline > now() + interval '25 seconds' AND deadline < now() + interval '35 seconds'",
+                 (long long)lh.job_id);
+        CHECK(q1(db, sql) == 1, "rebuilt: one lease length (30 s) of grace");
         CHECK(q1(db, "SELECT count(*) FROM lease_beats WHERE job_id = 0") == 1, "the marker is back");
-        /* the worker died in the crash: the grace passes, the lease is
-         * requeued without consuming an attempt */
+        /* the worker died with the database (one host, out of memory): the
+         * grace passes; its lease was acknowledged, so it is an attempt */
         snprintf(sql, sizeof(sql), "UPDATE lease_beats SET deadline = now() - interval '1 second' WHERE job_id = %lld",
                  (long long)lh.job_id);
         exec_ok(db, sql);
-        CHECK(kf_queue_reap(db, &rq, &ex, err, sizeof(err)) == 0 && rq == 1 && ex == 0, "%s", err);
-        snprintf(sql, sizeof(sql), "SELECT count(*) FROM evaluations WHERE job_id = %lld AND NOT is_final"
-                 " AND verdict = 'infra_error' AND detail LIKE '%%before worker wBeat acknowledged%%'",
-                 (long long)lh.job_id);
-        CHECK(q1(db, sql) == 1, "a lease lost in a database crash is not the candidate's attempt");
+        CHECK(kf_queue_reap(db, &qc, &rq, &ex, err, sizeof(err)) == 0 && rq == 1 && ex == 0, "%s", err);
+        snprintf(sql, sizeof(sql), "SELECT count(*) FROM evaluations WHERE job_id = %lld AND fencing_token = %lld"
+                 " AND NOT is_final AND detail LIKE '%%worker wBeat stopped answering%%'", (long long)lh.job_id,
+                 (long long)lh.fencing_token);
+        CHECK(q1(db, sql) == 1, "an acknowledged lease lost in a database crash is an attempt");
         snprintf(sql, sizeof(sql), "SELECT count(*) FROM lease_beats WHERE job_id IN %s", ids);
         CHECK(q1(db, sql) == 0, "the reaped leases' beats gone");
-        /* a heartbeat, then the lease expires: acknowledged, an attempt */
+        /* a lease never heartbeat, lost in a crash: not an attempt */
         CHECK(kf_queue_lease(db, &qc, "wBeat", cls, 1, &lh, err, sizeof(err)) == KF_Q_OK, "%s", err);
-        CHECK(kf_queue_heartbeat(db, &qc, "wBeat", lh.job_id, lh.fencing_token, lh.lease_token, 16, err,
-                                 sizeof(err)) == KF_Q_OK, "%s", err);
+        exec_ok(db, "TRUNCATE lease_beats");
+        CHECK(kf_queue_reap(db, &qc, &rq, &ex, err, sizeof(err)) == 0 && rq == 0, "%s", err);
         snprintf(sql, sizeof(sql), "UPDATE jobs SET lease_deadline = now() - interval '1 second' WHERE id = %lld",
                  (long long)lh.job_id);
         exec_ok(db, sql);
         snprintf(sql, sizeof(sql), "UPDATE lease_beats SET deadline = now() - interval '1 second' WHERE job_id = %lld",
                  (long long)lh.job_id);
         exec_ok(db, sql);
-        CHECK(kf_queue_reap(db, &rq, &ex, err, sizeof(err)) == 0 && rq == 1, "%s", err);
+        CHECK(kf_queue_reap(db, &qc, &rq, &ex, err, sizeof(err)) == 0 && rq == 1, "%s", err);
         snprintf(sql, sizeof(sql), "SELECT count(*) FROM evaluations WHERE job_id = %lld AND fencing_token = %lld"
-                 " AND detail LIKE '%%worker wBeat stopped answering%%'", (long long)lh.job_id,
+                 " AND detail LIKE '%%before worker wBeat acknowledged%%'", (long long)lh.job_id,
                  (long long)lh.fencing_token);
-        CHECK(q1(db, sql) == 1, "a heartbeat lease that expires is an acknowledged, lost attempt");
-        /* a stale beat (its lease ended elsewhere) goes at the next sweep */
-        exec_ok(db, "INSERT INTO lease_beats (job_id, fencing_token, deadline) VALUES (987654321, 5, now())");
-        CHECK(kf_queue_reap(db, &rq, &ex, err, sizeof(err)) == 0, "%s", err);
+        CHECK(q1(db, sql) == 1, "an unacknowledged lease lost in a crash is not an attempt");
+        /* stale beats (their leases ended elsewhere) go at the next sweep
+         * once expired; a live-looking one stays until it expires */
+        exec_ok(db, "INSERT INTO lease_beats (job_id, fencing_token, deadline) VALUES"
+                    " (987654321, 5, now() - interval '1 second'), (987654322, 5, now() + interval '1 hour')");
+        CHECK(kf_queue_reap(db, &qc, &rq, &ex, err, sizeof(err)) == 0, "%s", err);
         CHECK(q1(db, "SELECT count(*) FROM lease_beats WHERE job_id = 987654321") == 1, "no sweep within 30 s");
         exec_ok(db, "UPDATE lease_beats SET deadline = now() - interval '31 seconds' WHERE job_id = 0");
-        CHECK(kf_queue_reap(db, &rq, &ex, err, sizeof(err)) == 0, "%s", err);
-        CHECK(q1(db, "SELECT count(*) FROM lease_beats WHERE job_id = 987654321") == 0, "swept");
+        CHECK(kf_queue_reap(db, &qc, &rq, &ex, err, sizeof(err)) == 0, "%s", err);
+        CHECK(q1(db, "SELECT count(*) FROM lease_beats WHERE job_id = 987654321") == 0, "the expired stale beat swept");
+        CHECK(q1(db, "SELECT count(*) FROM lease_beats WHERE job_id = 987654322") == 1,
+              "a beat not yet expired is not swept");
         CHECK(q1(db, "SELECT count(*) FROM lease_beats WHERE job_id = 0 AND deadline > now() - interval '5 s'") == 1,
               "the marker holds the sweep's time");
+        exec_ok(db, "DELETE FROM lease_beats WHERE job_id = 987654322");
     }
 
     /* ---- infra_error: requeue, quarantine ---- */
