@@ -3,14 +3,14 @@
 -- A heartbeat extended its lease by rewriting the job's row: lease_deadline
 -- is a column of the partial index jobs_leased, so every heartbeat of every
 -- held job was a non-HOT update (a new row version, an entry in jobs_pkey
--- and jobs_leased, their WAL, a flush). One heartbeat per lease of 64 jobs
--- cost 19 us of PostgreSQL CPU per job on the 2-core VM, 17% of the
--- dispatch rate (docs/benchmarks.md, 2026-12-07 evening); a worker
+-- and jobs_leased, their WAL). One heartbeat per lease of 64 jobs cost 19
+-- us of PostgreSQL CPU per job on the 2-core VM, 17% of the dispatch rate
+-- (docs/benchmarks.md, 2026-12-07 (17:46-19:30 UTC)); a worker
 -- heartbeats every held job every lease/3, so a job evaluated for longer
 -- than that was written more often by its heartbeats than by its lease and
 -- its result together.
 --
--- The heartbeat now writes only here: an UNLOGGED table (no WAL, no flush)
+-- The heartbeat now writes here: an UNLOGGED table (no WAL)
 -- whose one index does not cover the deadline, and whose pages are kept
 -- half empty, so an extension is a HOT update. A lease is alive while the
 -- later of its row's deadline (set when it was leased) and its beat's
