@@ -732,18 +732,17 @@ kf_queue_status kf_queue_result(kf_db *db, const kf_queue_config *cfg, const cha
         kf_verify_consider(db, campaign, target, is_verify ? 0 : res->speedup, err, errlen) < 0)
         goto fail;
     /* the lease ends: its job leaves 'leased', its beat (schema 018) goes */
+#define UNBEAT_JOB "WITH bt AS (DELETE FROM lease_beats WHERE job_id = $1::bigint) "
     if (kf_db_cmd(db, task_fault
             /* the task's fault: the attempt is not the job's either */
-            ? "WITH bt AS (DELETE FROM lease_beats WHERE job_id = $1::bigint)"
-              " UPDATE jobs SET state = 'queued', lease_deadline = NULL,"
+            ? UNBEAT_JOB "UPDATE jobs SET state = 'queued', lease_deadline = NULL,"
               "  attempts = GREATEST(attempts - 1, 0) WHERE id = $1::bigint"
             : retry
-            ? "WITH bt AS (DELETE FROM lease_beats WHERE job_id = $1::bigint)"
-              " UPDATE jobs SET state = 'queued', lease_deadline = NULL WHERE id = $1::bigint"
-            : "WITH bt AS (DELETE FROM lease_beats WHERE job_id = $1::bigint)"
-              " UPDATE jobs SET state = 'done', lease_deadline = NULL, finished_at = now() "
+            ? UNBEAT_JOB "UPDATE jobs SET state = 'queued', lease_deadline = NULL WHERE id = $1::bigint"
+            : UNBEAT_JOB "UPDATE jobs SET state = 'done', lease_deadline = NULL, finished_at = now() "
               "WHERE id = $1::bigint", 1, pj, err, errlen) < 0)
         goto fail;
+#undef UNBEAT_JOB
     /* A task fault pauses the campaign with the reason (every worker would
      * fail the same way; quarantining them would stop every campaign). */
     char paused[256] = "";
@@ -1178,11 +1177,12 @@ int kf_queue_reap(kf_db *db, const kf_queue_config *cfg, int *requeued, int *exh
      * expired when both its row's deadline (set when leased) and its
      * beat's (its heartbeats) have passed; nothing is reaped while the
      * beats' marker is missing. Its worker acknowledged it when it
-     * heartbeat it (jobs.acked). A lease its worker never acknowledged (the job's reply was most
-     * likely lost) does not consume an attempt; five such expiries end the
-     * job as infra_error, never as the candidate's runtime_error. A lease
-     * heartbeat past its row's deadline is looked at by every pass (a
-     * primary-key probe of lease_beats each) until it ends. */
+     * heartbeat it (jobs.acked). A lease its worker never acknowledged
+     * (the job's reply was most likely lost) does not consume an attempt;
+     * five such expiries end the job as infra_error, never as the
+     * candidate's runtime_error. A lease heartbeat past its row's deadline
+     * is looked at by every pass (a primary-key probe of lease_beats each)
+     * until it ends. */
     r = kf_db_exec(db,
         "WITH exp AS ("
         "  SELECT j.id FROM jobs j"

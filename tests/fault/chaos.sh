@@ -2,9 +2,9 @@
 # Chaos: kill -9 of a worker and of the coordinator, a PostgreSQL restart, a
 # PostgreSQL crash (immediate shutdown: crash recovery empties the unlogged
 # lease_beats, schema 018) and a frozen coordinator (SIGSTOP for longer than
-# a lease), all during one campaign. It still ends with 0 lost, 0 duplicated, 0 stuck jobs, and no
-# job is charged an attempt for an outage: the only leases that expired are
-# the killed worker's.
+# a lease), all during one campaign. It still ends with 0 lost, 0
+# duplicated, 0 stuck jobs, and no job is charged an attempt for an outage:
+# the only leases that expired are the killed worker's.
 source "$(dirname "$0")/../lib.sh"
 lost_leases() { sql "SELECT count(*) FROM evaluations WHERE NOT reported AND worker_id <> 'victim'"; }
 
