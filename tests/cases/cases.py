@@ -113,6 +113,21 @@ def judge(path, out, err, rc, label, secs, secrets_file=None):
             for form, how in ((sec, "raw"), (sec.encode().hex(), "hex-encoded")):
                 if form.lower() in low:
                     problems.append("SECRET LEAKED: the %s (%s) appears in the output" % (what, how))
+    # A speed bound missed while the judge flagged the timing noisy (a
+    # shape's cv > 0.10: a loaded machine) proves nothing either way: the
+    # honest path of i1_copy_from_maps_timing timed 0.28-2.28x against the
+    # baseline with no copy made. Exit 3: run_cases.sh runs it again.
+    # (A forbidden marker or a leaked secret is a problem of its own: never
+    # run again.)
+    speed_only = problems and all(p.startswith(("speedup ", "detail:")) for p in problems)
+    if speed_only:
+        try:
+            flags = ((json.loads(stdout).get("metrics") or {}).get("timing") or {}).get("flags") or []
+        except (ValueError, AttributeError):
+            flags = []
+        if "noisy" in flags:
+            print("noisy %s: %s, timing flagged noisy: running again (%ss)" % (label, problems[0], secs))
+            return 3
     if problems:
         print("FAIL %s: %s (%ss)" % (label, problems[0], secs))
         for p in problems[1:]:

@@ -14,6 +14,8 @@
 #                     must be <= this (an attack that can at worst run at its
 #                     true cost passes only at that cost).
 #   "speedup_min"     optional: when the verdict is ok, speedup >= this.
+#                     A speed bound missed on timing the judge flagged noisy
+#                     (a shape's cv > 0.10) is run again, up to 3 tries.
 #   "seeds"           optional list of --seed values (default [7]); the case is
 #                     run once per seed and every run must meet the
 #                     expectation.
@@ -197,11 +199,19 @@ for dir in "$SRC"/tests/cases/*/; do
         [ -n "$to" ] && args+=(--timeout "$to")
         out=$TMP/$name.$seed.json
         tick0=$(now_ticks)
-        t0=$(date +%s.%N)
-        env "${envs[@]}" "${senv[@]}" timeout -k 10 "$outer" "$WORKER" "${args[@]}" >"$out" 2>"$out.err"
-        rc=$?
-        secs=$(python3 -c "print(f'{$(date +%s.%N) - $t0:.1f}')")
-        if python3 "$CASES_PY" judge "$dir/case.json" "$out" "$out.err" "$rc" "$label" "$secs" $secfile; then
+        # up to 3 tries while a speed bound is missed on timing the judge
+        # flagged noisy (cases.py exit 3); the last such try is a failure
+        for try in 1 2 3; do
+            t0=$(date +%s.%N)
+            env "${envs[@]}" "${senv[@]}" timeout -k 10 "$outer" "$WORKER" "${args[@]}" >"$out" 2>"$out.err"
+            rc=$?
+            secs=$(python3 -c "print(f'{$(date +%s.%N) - $t0:.1f}')")
+            verdict=0
+            python3 "$CASES_PY" judge "$dir/case.json" "$out" "$out.err" "$rc" "$label" "$secs" $secfile ||
+                verdict=$?
+            [ "$verdict" = 3 ] || break
+        done
+        if [ "$verdict" = 0 ]; then
             pass=$((pass + 1))
         else
             fail=$((fail + 1)); failed+=("$label")

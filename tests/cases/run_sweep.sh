@@ -17,8 +17,13 @@
 # Every run is `kfarm-worker eval TASK CANDIDATE --quick --json --seed S`
 # and must exit 0 with verdict incorrect or rejected_cheat, or ok with a
 # speedup <= SWEEP_SPEEDUP_MAX (1.5): a run that is ok can only be one in
-# which the candidate did honest work on every call it was timed on. One
-# line per run, then a summary per family; exit status 1 on any miss.
+# which the candidate did honest work on every call it was timed on. An ok
+# above it whose timing the judge flagged noisy (a shape's cv > 0.10: a
+# loaded machine) is run again, up to 3 tries, and is a miss only if every
+# try is. A run whose output holds its case's marker (case.json
+# "forbid_output", printed by the candidate when its attack worked) is a
+# miss whatever its verdict. One line per try, then a summary per family;
+# exit status 1 on any miss.
 #
 # Env: KFARM_BIN (build dir holding kfarm-worker), KFARM_SRC (repo root).
 # Optional: SWEEP_NS="1 34", SWEEP_SEEDS="7", SWEEP_I5_SEEDS (large seeds
@@ -46,9 +51,21 @@ declare -A fam_runs fam_miss
 
 cat >"$TMP/judge.py" <<'EOF'
 import json, sys
-out, err, rc, label, secs, smax = sys.argv[1:7]
+out, err, rc, label, secs, smax, case = sys.argv[1:8]
 rc, smax = int(rc), float(smax)
 text = open(out, errors="replace").read()
+# the case's markers (case.json "forbid_output"): a candidate prints one
+# when its attack worked; its output reaches the verdict's JSON
+# (metrics.runners.candidate.output_tail), so a marker is a miss whatever
+# the verdict or the speed
+try:
+    markers = json.load(open(case)).get("forbid_output") or []
+except (OSError, ValueError):
+    markers = []
+for m in markers:
+    if m in text:
+        print("MISS %s: the candidate printed %s: its attack worked (%ss)" % (label, m, secs))
+        sys.exit(1)
 if rc != 0:
     tail = " | ".join(open(err, errors="replace").read().strip().splitlines()[-2:])
     print("MISS %s: kfarm-worker exited %d (%ss) %s" % (label, rc, secs, tail[:200]))
@@ -61,6 +78,14 @@ except ValueError:
 v, sp, detail = d.get("verdict"), d.get("speedup") or 0, (d.get("detail") or "")[:150]
 good = v in ("incorrect", "rejected_cheat") or (v == "ok" and sp <= smax)
 shown = "%s%s" % (v, " %.2fx" % sp if v == "ok" else "")
+# An ok above smax whose timing the judge itself flagged noisy proves
+# nothing either way: on a loaded 2-core machine the honest path of
+# i1_copy_from_maps_timing timed 0.28-2.28x against the baseline with no
+# copy made (baseline cv 0.88). Exit 3: run_one runs it again.
+noisy = "noisy" in (((d.get("metrics") or {}).get("timing") or {}).get("flags") or [])
+if not good and v == "ok" and noisy:
+    print("noisy %s: %s (%ss) -- timing flagged noisy, running again" % (label, shown, secs))
+    sys.exit(3)
 print("%s %s: %s (%ss) -- %s" % ("ok  " if good else "MISS", label, shown, secs, detail))
 sys.exit(0 if good else 1)
 EOF
@@ -71,15 +96,23 @@ wanted() { [ -z "${SWEEP_ONLY:-}" ] || [[ " $SWEEP_ONLY " == *" $1 "* ]]; }
 run_one() {
     local fam=$1 label=$2 task=$3 cand=$4 seed=$5
     shift 5
-    local out=$TMP/run.json t0 rc secs
-    t0=$(date +%s.%N)
-    timeout -k 10 300 "$WORKER" eval "$task" "$cand" --quick --json --seed "$seed" --work-dir "$TMP/work" \
-        --cache-dir "$TMP/cache" "$@" >"$out" 2>"$out.err"
-    rc=$?
-    secs=$(python3 -c "print(f'{$(date +%s.%N) - $t0:.1f}')")
+    local out=$TMP/run.json t0 rc secs verdict try
     runs=$((runs + 1))
     fam_runs[$fam]=$(( ${fam_runs[$fam]:-0} + 1 ))
-    if ! python3 "$TMP/judge.py" "$out" "$out.err" "$rc" "$label" "$secs" "$SPEEDUP_MAX"; then
+    # up to 3 tries while the judge flags the timing of a too-fast ok as
+    # noisy (judge.py exit 3); the last such try counts as a miss
+    for try in 1 2 3; do
+        t0=$(date +%s.%N)
+        timeout -k 10 300 "$WORKER" eval "$task" "$cand" --quick --json --seed "$seed" --work-dir "$TMP/work" \
+            --cache-dir "$TMP/cache" "$@" >"$out" 2>"$out.err"
+        rc=$?
+        secs=$(python3 -c "print(f'{$(date +%s.%N) - $t0:.1f}')")
+        verdict=0
+        python3 "$TMP/judge.py" "$out" "$out.err" "$rc" "$label" "$secs" "$SPEEDUP_MAX" \
+            "$(dirname "$cand")/case.json" || verdict=$?
+        [ "$verdict" = 3 ] || break
+    done
+    if [ "$verdict" != 0 ]; then
         misses+=("$label")
         fam_miss[$fam]=$(( ${fam_miss[$fam]:-0} + 1 ))
     fi
