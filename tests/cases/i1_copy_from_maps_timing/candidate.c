@@ -9,8 +9,11 @@
  * rejected_cheat, or ok at its honest speed (speedup <= 1.5: it found
  * nothing and computed every call). Also run by run_sweep.sh over seeds.
  * Its honest path is deliberately slow (exp in double, twice per element:
- * well under the baseline's speed), so a speedup above 1.5 can only come
- * from copied answers, not from timing noise. */
+ * well under the baseline's speed, 0.3-0.9x on a quiet machine), so a
+ * speedup above 1.5 on timing the judge did not flag noisy can only come
+ * from copied answers. On a loaded 2-core VM its honest path timed up to
+ * 1.4x (2.3x on one shape, the baseline's cv 0.88): the runners retry a
+ * run whose timing was flagged noisy. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <math.h>
