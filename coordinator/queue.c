@@ -387,23 +387,49 @@ kf_queue_status kf_queue_heartbeat(kf_db *db, const kf_queue_config *cfg, const 
                                    int64_t job_id, int64_t token, const uint8_t *lease_token,
                                    size_t lease_token_len, char *err, size_t errlen)
 {
+    char job[24], tok[24], lease[24], tokhex[2 * KF_QUEUE_TOKEN_LEN + 1];
+    i64s(job, job_id);
+    i64s(tok, token);
+    i64s(lease, cfg->lease_ms);
     if (!lease_token || lease_token_len != KF_QUEUE_TOKEN_LEN) {
         snprintf(err, errlen, "job %lld: wrong lease token", (long long)job_id);
         return KF_Q_REJECTED;
     }
-    /* the common case is kf_queue_heartbeat_many's statement over one lease */
-    kf_queue_hb hb = { .job_id = job_id, .token = token, .lease_token = lease_token,
-                       .lease_token_len = lease_token_len };
-    int ext = kf_queue_heartbeat_many(db, cfg, worker_id, &hb, 1, err, errlen);
-    if (ext < 0) return KF_Q_ERROR;
-    if (ext == 1) return KF_Q_OK;
+    kf_wire_hex(lease_token, KF_QUEUE_TOKEN_LEN, tokhex);
+    /* One statement in the common case: extend the lease when it is current,
+     * this worker's and its token matches, and refresh the worker's
+     * last_seen at most every 2 s. The extension is written to lease_beats
+     * (schema 018: unlogged, a HOT update), not to the job's row, which only
+     * a lease's first heartbeat writes (acked, KF_QUEUE_BEAT). A heartbeat
+     * does not lock the row: one that arrives while the reaper is taking
+     * the lease (both deadlines already passed) is answered OK, and the
+     * worker learns at its next heartbeat or result (STALE), as if the
+     * heartbeat had come a moment later. The token is compared through
+     * SHA-256 of both sides: a comparison that stops at the first differing
+     * byte then tells a guesser nothing about the token's bytes. The state
+     * test is written "IS TRUE" so that no plan reaches the row through the
+     * partial index jobs_leased (its predicate would match "state =
+     * 'leased'"): a cached generic plan did, and then scanned every lease of
+     * the fleet per heartbeat (0.5 ms at 1,000 workers) instead of one
+     * primary-key probe. */
+    const char *p[5] = { job, tok, worker_id, tokhex, lease };
+    PGresult *r = kf_db_exec(db,
+        "WITH w AS (UPDATE workers SET last_seen = now() WHERE id = $3"
+        "           AND last_seen < now() - interval '2 seconds' RETURNING 1),"
+        " j AS (SELECT id, fencing_token, acked FROM jobs"
+        "  WHERE id = $1::bigint AND fencing_token = $2::bigint AND (state = 'leased') IS TRUE AND worker_id = $3"
+        "   AND sha256(lease_token) = sha256(decode($4, 'hex')))"
+        " " KF_QUEUE_BEAT("j")
+        " SELECT (SELECT count(*) FROM w) FROM j",
+        5, p, err, errlen);
+    if (!r) return KF_Q_ERROR;
+    int ok = PQntuples(r) == 1;
+    PQclear(r);
+    if (ok) return KF_Q_OK;
     /* refused: say why (not current, another worker's, wrong token) */
-    char job[24], tok[24];
-    i64s(job, job_id);
-    i64s(tok, token);
     const char *pq[3] = { job, tok, worker_id };
-    PGresult *r = kf_db_exec(db, "SELECT worker_id = $3 FROM jobs WHERE id = $1::bigint AND fencing_token = $2::bigint"
-                                 " AND state = 'leased'", 3, pq, err, errlen);
+    r = kf_db_exec(db, "SELECT worker_id = $3 FROM jobs WHERE id = $1::bigint AND fencing_token = $2::bigint"
+                       " AND state = 'leased'", 3, pq, err, errlen);
     if (!r) return KF_Q_ERROR;
     int current = PQntuples(r) == 1;
     int mine = current && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
@@ -449,23 +475,9 @@ int kf_queue_heartbeat_many(kf_db *db, const kf_queue_config *cfg, const char *w
     char lease[24];
     i64s(lease, cfg->lease_ms);
     const char *p[5] = { worker_id, jobs, toks, lts, lease };
-    /* One statement: extend each lease that is current, this worker's and
-     * whose token matches, and refresh the worker's last_seen at most every
-     * 2 s. The extension is written to lease_beats (schema 018: unlogged, a
-     * HOT update), not to the job's row, which only a lease's first
-     * heartbeat writes (acked, KF_QUEUE_BEAT). A heartbeat does not lock
-     * the row: one that arrives while the reaper is taking the lease (both
-     * deadlines already passed) is answered OK, and the worker learns at its
-     * next heartbeat or result (STALE), as if the heartbeat had come a
-     * moment later. The token is compared through SHA-256 of both sides: a
-     * comparison that stops at the first differing byte then tells a
-     * guesser nothing about the token's bytes. The state test is written
-     * "IS TRUE" so that no plan reaches the rows through the partial index
-     * jobs_leased (its predicate would match "state = 'leased'"): a cached
-     * generic plan did, and then scanned every lease of the fleet per
-     * heartbeat (0.5 ms at 1,000 workers) instead of one primary-key probe
-     * per lease. A job named twice is written once (an upsert may not touch
-     * a row twice). */
+    /* the statement of kf_queue_heartbeat, over the list (see there for the
+     * beats, the token comparison and the "IS TRUE"); a job named twice is
+     * written once (an upsert may not touch a row twice) */
     PGresult *r = kf_db_exec(db,
         "WITH w AS (UPDATE workers SET last_seen = now() WHERE id = $1"
         "           AND last_seen < now() - interval '2 seconds' RETURNING 1),"
