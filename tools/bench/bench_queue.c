@@ -52,8 +52,7 @@ typedef struct {
     int cap;                    /* capacity of each sample array */
     int64_t *lease_ns, *hb_ns, *res_ns;
     int n_lease, n_hb, n_res;   /* samples taken */
-    long ok_results, other_results, errors;
-    long verify_results;     /* of verification jobs (the farm queues one for a would-be best) */
+    long ok_results, other_results, errors; /* ok_results: of eval jobs only */
     char err[512];              /* first fatal error, "" if none */
 } worker_ctx;
 
@@ -109,8 +108,7 @@ static void *worker_main(void *arg)
                              err, sizeof(err));
         t1 = now_ns();
         if (st == KF_Q_OK) {
-            if (l.verify) w->verify_results++;
-            else w->ok_results++;
+            if (!l.verify) w->ok_results++; /* a verification job is checked in the database */
         } else {
             w->other_results++;
             snprintf(w->err, sizeof(w->err), "result job %lld: status %d: %s",
